@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class DagConfig(AppConfig):
+    name = "dag"
+    verbose_name = "Session DAG"
+    default_auto_field = "django.db.models.BigAutoField"

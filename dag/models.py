@@ -1,0 +1,152 @@
+"""A run of an agentic function (Session) and the calls it made (Node): the session DAG.
+
+The database is the truth the browser resynchronises from: every change to a session or one of its
+nodes bumps `Session.rev` and stamps the changed row with it, so "everything after revision R" is one
+indexed query.
+"""
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class Session(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        COMPLETED = "completed"
+        ERROR = "error"
+        CANCELLED = "cancelled"
+        INTERRUPTED = "interrupted"  # the process running it died
+
+    TERMINAL = frozenset({Status.COMPLETED, Status.ERROR, Status.CANCELLED, Status.INTERRUPTED})
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_sessions")
+    function = models.CharField(max_length=200, db_index=True)
+    args = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    # Persisted before it is acted on, so a stop pressed before the run starts is not lost.
+    cancel_requested = models.BooleanField(default=False)
+    budget = models.JSONField(null=True, blank=True)  # the limits of a delegation budget, if any
+    budget_spend = models.JSONField(null=True, blank=True)  # what the run spent against them
+    model = models.CharField(max_length=200, blank=True)
+    rev = models.PositiveBigIntegerField(default=0)
+    node_count = models.PositiveIntegerField(default=0)  # also the next node's seq
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["owner", "-created_at"], name="session_owner_newest")]
+
+    def __str__(self) -> str:
+        return f"{self.function} ({self.status}) {self.id}"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in self.TERMINAL
+
+    def as_dict(self) -> dict:
+        """The JSON shape of a session in the API, the websocket stream and exports."""
+        return {
+            "id": str(self.id),
+            "function": self.function,
+            "args": self.args,
+            "status": self.status,
+            "result": self.result,
+            "error": self.error,
+            "cancel_requested": self.cancel_requested,
+            "budget": self.budget,
+            "budget_spend": self.budget_spend,
+            "model": self.model,
+            "rev": self.rev,
+            "node_count": self.node_count,
+            "created_at": _iso(self.created_at),
+            "started_at": _iso(self.started_at),
+            "finished_at": _iso(self.finished_at),
+        }
+
+
+class Node(models.Model):
+    class Kind(models.TextChoices):
+        CODE = "code"
+        LLM = "llm"
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        COMPLETED = "completed"
+        ERROR = "error"
+        CANCELLED = "cancelled"
+        REFUSED = "refused"  # turned away by the recursion guard or a budget before its body ran
+        INTERRUPTED = "interrupted"
+
+    TERMINAL = frozenset({Status.COMPLETED, Status.ERROR, Status.CANCELLED, Status.REFUSED, Status.INTERRUPTED})
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="nodes")
+    seq = models.PositiveIntegerField()  # gap-free per session, in creation order
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    name = models.CharField(max_length=200)
+    input = models.JSONField(null=True, blank=True)
+    output = models.JSONField(null=True, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    depth = models.PositiveIntegerField(default=1)  # nesting level of code frames, 1 for the entry call
+    name_depth = models.PositiveIntegerField(default=0)  # the guard's per-name counter for this call
+    expose = models.CharField(max_length=8, default="io")
+    render_range = models.JSONField(null=True, blank=True)
+    doc = models.TextField(blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    usage = models.JSONField(null=True, blank=True)  # {"input_tokens": N, "output_tokens": M}
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    rev = models.PositiveBigIntegerField(default=0)  # the session revision of this row's last change
+
+    class Meta:
+        ordering = ["session", "seq"]
+        constraints = [models.UniqueConstraint(fields=["session", "seq"], name="node_seq_unique_per_session")]
+        indexes = [models.Index(fields=["session", "rev"], name="node_session_rev")]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.kind} {self.name} ({self.status})"
+
+    @property
+    def duration_ms(self) -> int | None:
+        if self.started_at and self.finished_at:
+            return int((self.finished_at - self.started_at).total_seconds() * 1000)
+        return None
+
+    def as_dict(self) -> dict:
+        """The JSON shape of a node in the API, the websocket stream and exports."""
+        return {
+            "id": self.id,
+            "seq": self.seq,
+            "parent": self.parent_id,
+            "kind": self.kind,
+            "name": self.name,
+            "status": self.status,
+            "depth": self.depth,
+            "name_depth": self.name_depth,
+            "expose": self.expose,
+            "render_range": self.render_range,
+            "doc": self.doc,
+            "input": self.input,
+            "output": self.output,
+            "error": self.error,
+            "model": self.model,
+            "usage": self.usage,
+            "rev": self.rev,
+            "started_at": _iso(self.started_at),
+            "finished_at": _iso(self.finished_at),
+            "duration_ms": self.duration_ms,
+        }
+
+
+def _iso(value) -> str | None:
+    return value.isoformat() if value else None

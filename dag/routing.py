@@ -1,0 +1,2 @@
+"""Websocket routes (the live-view consumers are added here)."""
+websocket_urlpatterns: list = []

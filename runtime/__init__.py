@@ -1,0 +1,16 @@
+"""OpenProgram runtime: agentic functions, their recursion guard, and the model loop.
+
+Pure Python; never imports Django. The web app plugs in through `runtime.recorder.Recorder`.
+"""
+from .errors import BudgetExceeded, CancelledError, ToolArgumentError, ToolRegistrationError
+from .function import agentic_function, function
+from .hooks import add_pre_invocation_hook, remove_pre_invocation_hook
+from .recorder import Recorder, use_recorder
+from .registry import registry
+from .runtime import Runtime, create_runtime
+
+__all__ = [
+    "agentic_function", "function", "Runtime", "create_runtime", "CancelledError",
+    "ToolArgumentError", "ToolRegistrationError", "BudgetExceeded", "add_pre_invocation_hook",
+    "remove_pre_invocation_hook", "Recorder", "use_recorder", "registry",
+]

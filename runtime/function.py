@@ -1,0 +1,331 @@
+"""`@agentic_function` and `@function`: a recorded, guarded, self-describing tool from a plain function.
+
+The wrapper's hot path runs on every call, standalone or recorded, so it does as little as it can:
+hooks only if installed, the guard as two ContextVar operations, runtime injection only for functions
+that declare a runtime parameter, and recording only when a recorder is installed.
+"""
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import typing
+from contextvars import ContextVar
+from typing import Any, Callable, Optional
+
+from . import hooks as _hooks
+from .context import Frame, _current_budget, _current_frame, _current_recorder, _current_runtime
+from .errors import BudgetExceeded, CancelledError
+from .options import (ToolOptions, build_tool_options, check_expose, check_input,
+                      check_render_range)
+from .registry import registry
+from .spec import (RUNTIME_PARAMS, argument_errors, build_parameters, raise_for_errors,
+                   to_python)
+
+# --- the recursion guard (seed 000) ------------------------------------------------------------
+# Per-name nesting depth: {function name: how many frames of that name are open in this chain}.
+_MAX_AGENTIC_RECURSION_DEPTH = 5
+_recursion_depth: ContextVar[Optional[dict]] = ContextVar("_recursion_depth", default=None)
+# Tool policy for model calls made in this context ("deny", "allow", "source", "toolset").
+# The wrapper never adds the running function's own name to "deny": the situational prompt
+# tells the model not to call itself, and the visible tool is what gives that prompt a subject.
+_current_tool_policy: ContextVar[Optional[dict]] = ContextVar("_current_tool_policy", default=None)
+
+
+def _status_of(exc: BaseException) -> str:
+    if isinstance(exc, (CancelledError, asyncio.CancelledError, KeyboardInterrupt)):
+        return "cancelled"
+    return "error"
+
+
+class Tool:
+    """A decorated function: callable as before, and a tool with a `spec` a model can call."""
+
+    agentic = False
+
+    def __init__(self, fn: Callable, options: ToolOptions, *, expose: str = "io",
+                 render_range: Optional[dict] = None, input_meta: Optional[dict] = None,
+                 system: Optional[str] = None, budget: Any = None):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.options = options
+        self.signature = inspect.signature(fn)
+        self.tool_name = options.name or fn.__name__
+        self.doc = inspect.getdoc(fn) or ""
+        self.origin = f"{fn.__module__}.{fn.__qualname__}"
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.expose = check_expose(expose)
+        self.render_range = check_render_range(render_range)
+        self.system = system
+        self.budget = budget
+        names = list(self.signature.parameters)
+        self.is_method = bool(names) and names[0] in ("self", "cls")
+        defaults = {n: p.default for n, p in self.signature.parameters.items() if p.default is not p.empty}
+        self.input = check_input(input_meta, names, defaults)
+        try:
+            self.hints = typing.get_type_hints(fn)
+        except Exception:  # unresolvable forward references: fall back to raw annotations
+            self.hints = {n: p.annotation for n, p in self.signature.parameters.items()}
+        self.runtime_params = tuple(
+            (name, index if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD) else None)
+            for index, (name, param) in enumerate(self.signature.parameters.items())
+            if name in RUNTIME_PARAMS)
+        self.hidden_from_record = frozenset(
+            [n for n, _ in self.runtime_params] + (names[:1] if self.is_method else []))
+        parameters = options.parameters or build_parameters(
+            self.signature, self.hints, self.input, skip_first=self.is_method)
+        self.spec = {"name": self.tool_name,
+                     "description": options.description if options.description is not None else self.doc,
+                     "parameters": parameters}
+
+    @property
+    def label(self) -> str:
+        return self.options.label or self.tool_name.replace("_", " ").capitalize()
+
+    @property
+    def description(self) -> str:
+        return self.spec["description"]
+
+    # -- entering and leaving a call ----------------------------------------------------------
+
+    def _enter(self, args: tuple, kwargs: dict):
+        """Everything before the body: hooks, guard, budget, runtime, frame, recording."""
+        parent = _current_frame.get()
+        frame = Frame(self, self.tool_name, parent, args, kwargs)
+        frame.hidden = self.expose == "hidden" or (parent is not None and parent.hidden)
+        if _hooks._hooks:
+            _hooks.run_pre_invocation_hooks(frame)
+        depth_token = self._guard(frame) if self.agentic else None
+        budget_token = None
+        runtime_token = None
+        owned = None
+        previous_system = None
+        try:
+            if self.agentic and (self.budget is not None or _current_budget.get() is not None):
+                from .budget import enter_frame
+                budget_token = enter_frame(frame, self.budget)
+            runtime = _current_runtime.get()
+            if self.runtime_params:
+                runtime, owned, args, kwargs = self._inject(runtime, args, kwargs)
+            elif self.system is not None and runtime is None:
+                runtime = owned = _create_runtime()
+            if runtime is not None and runtime is not (parent.runtime if parent is not None else None):
+                runtime_token = _current_runtime.set(runtime)
+            frame.runtime = runtime
+            if self.system is not None:
+                previous_system = runtime.system
+                runtime.system = self.system
+        except BaseException as exc:
+            self._unwind(frame, depth_token, budget_token, runtime_token, owned, previous_system)
+            if _is_refusal(exc):
+                self._refuse(frame, exc)
+            raise
+        frame_token = _current_frame.set(frame)
+        state = (depth_token, budget_token, runtime_token, owned, previous_system, frame_token)
+        recorder = _current_recorder.get()
+        if recorder is not None and not frame.hidden:
+            try:
+                recorder.function_entered(frame)
+            except BaseException:
+                self._exit(frame, state, "error", None, None, record=False)
+                raise
+        return frame, args, kwargs, state
+
+    def _exit(self, frame: Frame, state: tuple, status: str, output: Any,
+              error: Optional[BaseException], record: bool = True) -> None:
+        depth_token, budget_token, runtime_token, owned, previous_system, frame_token = state
+        frame.status = status
+        try:
+            recorder = _current_recorder.get() if record else None
+            if recorder is not None and not frame.hidden:
+                recorder.function_exited(frame, status, output, error)
+        finally:
+            _current_frame.reset(frame_token)
+            self._unwind(frame, depth_token, budget_token, runtime_token, owned, previous_system)
+
+    def _unwind(self, frame, depth_token, budget_token, runtime_token, owned, previous_system) -> None:
+        """Undo what `_enter` set up, innermost first; runs on return and on exception alike."""
+        try:
+            if self.system is not None and frame.runtime is not None:
+                frame.runtime.system = previous_system
+            if runtime_token is not None:
+                _current_runtime.reset(runtime_token)
+            if owned is not None:
+                owned.close()
+            if budget_token is not None:
+                from .budget import exit_frame
+                exit_frame(budget_token)
+        finally:
+            if depth_token is not None:
+                _recursion_depth.reset(depth_token)
+
+    def _guard(self, frame: Frame):
+        """The per-name depth ceiling: refuse a sixth nested frame of one name."""
+        name = self.tool_name
+        prev = _recursion_depth.get()
+        cur = prev.get(name, 0) if prev else 0
+        if cur >= _MAX_AGENTIC_RECURSION_DEPTH:
+            error = RecursionError(f"agentic function {name} exceeded max nesting depth "
+                                   f"{_MAX_AGENTIC_RECURSION_DEPTH} — possible runaway recursion")
+            frame.name_depth = cur + 1
+            self._refuse(frame, error)
+            raise error
+        frame.name_depth = cur + 1
+        return _recursion_depth.set({**prev, name: cur + 1} if prev else {name: 1})
+
+    def _refuse(self, frame: Frame, error: BaseException) -> None:
+        frame.status = "refused"
+        recorder = _current_recorder.get()
+        if recorder is not None and not frame.hidden:
+            recorder.function_refused(frame, error)
+
+    def _inject(self, runtime, args: tuple, kwargs: dict):
+        """Fill every runtime parameter the caller left empty with one runtime.
+
+        The runtime is the one the caller passed, else the call chain's, else a new one this call owns
+        (and closes on exit).
+        """
+        given = None
+        for name, index in self.runtime_params:
+            value = kwargs.get(name)
+            if value is None and index is not None and index < len(args):
+                value = args[index]
+            if value is not None:
+                given = value
+                break
+        owned = None
+        if given is not None:
+            runtime = given
+        elif runtime is None:
+            runtime = owned = _create_runtime()
+        positional = None
+        for name, index in self.runtime_params:
+            if index is not None and index < len(args):
+                if args[index] is None:
+                    positional = positional or list(args)
+                    positional[index] = runtime
+            elif kwargs.get(name) is None:
+                kwargs[name] = runtime
+        return runtime, owned, (tuple(positional) if positional else args), kwargs
+
+    # -- calling ------------------------------------------------------------------------------
+
+    def __call__(self, *args, **kwargs):
+        frame, args, kwargs, state = self._enter(args, kwargs)
+        try:
+            result = self.fn(*args, **kwargs)
+        except BaseException as exc:
+            self._exit(frame, state, _status_of(exc), None, exc)
+            raise
+        self._exit(frame, state, "completed", result, None)
+        return result
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        return BoundTool(self, instance)
+
+    def validate(self, arguments: Any) -> dict:
+        """Check model-given arguments against the spec and convert them to Python values.
+
+        Raises ToolArgumentError naming the parameter and what was expected.
+        """
+        raise_for_errors(self.tool_name, argument_errors(self.spec["parameters"], arguments))
+        return {k: to_python(v, self.hints.get(k, inspect.Parameter.empty)) for k, v in arguments.items()}
+
+    def execute(self, **kwargs):
+        """Call with arguments from a model: validated against `spec` first."""
+        return self(**self.validate(kwargs))
+
+    def __repr__(self) -> str:
+        kind = "agentic_function" if self.agentic else "function"
+        return f"<{kind} {self.tool_name} ({self.origin})>"
+
+
+class AsyncTool(Tool):
+    """The same wrapper for `async def` functions: calling it returns a coroutine."""
+
+    async def _run(self, args: tuple, kwargs: dict):
+        frame, args, kwargs, state = self._enter(args, kwargs)
+        try:
+            result = await self.fn(*args, **kwargs)
+        except BaseException as exc:
+            self._exit(frame, state, _status_of(exc), None, exc)
+            raise
+        self._exit(frame, state, "completed", result, None)
+        return result
+
+    def __call__(self, *args, **kwargs):
+        return self._run(args, kwargs)
+
+
+class BoundTool:
+    """A tool decorated on a method, bound to an instance: `obj.method(...)`, `obj.method.execute(...)`."""
+
+    __slots__ = ("tool", "instance")
+
+    def __init__(self, tool: Tool, instance: Any):
+        self.tool = tool
+        self.instance = instance
+
+    def __call__(self, *args, **kwargs):
+        return self.tool(self.instance, *args, **kwargs)
+
+    def execute(self, **kwargs):
+        return self.tool(self.instance, **self.tool.validate(kwargs))
+
+    def __getattr__(self, name: str):
+        return getattr(self.tool, name)
+
+    def __repr__(self) -> str:
+        return f"<bound {self.tool!r} of {self.instance!r}>"
+
+
+def _is_refusal(exc: BaseException) -> bool:
+    return isinstance(exc, BudgetExceeded)
+
+
+def _create_runtime():
+    from .runtime import create_runtime
+    return create_runtime()
+
+
+def _decorate(fn: Callable, *, agentic: bool, expose: str = "io", render_range=None, input=None,
+              system=None, budget=None, **tool_options):
+    options = build_tool_options(tool_options)
+    if options.available_if is not None:
+        try:
+            available = options.available_if()
+        except Exception:
+            available = False
+        if not available:
+            return fn
+    cls = AsyncTool if inspect.iscoroutinefunction(fn) else Tool
+    tool = cls(fn, options, expose=expose, render_range=render_range, input_meta=input,
+                system=system, budget=budget)
+    tool.agentic = agentic
+    if options.as_tool and options.register_globally and not tool.is_method:
+        registry.register(tool)
+    return tool
+
+
+def agentic_function(fn: Optional[Callable] = None, /, *, expose: str = "io",
+                     render_range: Optional[dict] = None, input: Optional[dict] = None,
+                     system: Optional[str] = None, budget: Any = None, **tool_options):
+    """Turn a function into an agentic function: recorded as a code node, guarded, and a tool.
+
+    Use bare (`@agentic_function`) or with arguments (`@agentic_function(expose="full", ...)`).
+    `expose`, `render_range`, `input`, `system` and `budget` are agentic-specific; every other keyword is
+    a tool-registration option (see `runtime.options.ToolOptions`).
+    """
+    def decorate(f: Callable):
+        return _decorate(f, agentic=True, expose=expose, render_range=render_range, input=input,
+                         system=system, budget=budget, **tool_options)
+    return decorate(fn) if fn is not None else decorate
+
+
+def function(fn: Optional[Callable] = None, /, **tool_options):
+    """Register a plain leaf tool: a code node when called, no guard, no runtime required."""
+    def decorate(f: Callable):
+        return _decorate(f, agentic=False, **tool_options)
+    return decorate(fn) if fn is not None else decorate

@@ -1,0 +1,76 @@
+"""The one registry of LLM-callable tools, shared by `@agentic_function` and `@function`."""
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from typing import Iterator, Optional
+
+from .errors import ToolRegistrationError
+
+
+class Registry:
+    def __init__(self) -> None:
+        self._tools: dict[str, object] = {}
+        self._lock = threading.Lock()
+
+    def register(self, tool) -> None:
+        """Add `tool` under `tool.tool_name`.
+
+        Re-registering the same function (same module and qualified name, as on a module reload)
+        replaces it; a *different* function under a taken name is an error, never a silent swap.
+        """
+        name = tool.tool_name
+        with self._lock:
+            existing = self._tools.get(name)
+            if existing is not None and existing is not tool and existing.origin != tool.origin:
+                raise ToolRegistrationError(
+                    f"tool name {name!r} is already registered by {existing.origin}; "
+                    f"{tool.origin} cannot take it. Pass name='...' to one of them, or "
+                    f"register_globally=False to keep one out of the registry.")
+            self._tools[name] = tool
+
+    def unregister(self, name: str) -> None:
+        with self._lock:
+            self._tools.pop(name, None)
+
+    def get(self, name: str):
+        return self._tools.get(name)
+
+    def __getitem__(self, name: str):
+        tool = self._tools.get(name)
+        if tool is None:
+            known = ", ".join(sorted(self._tools)) or "none"
+            raise KeyError(f"no tool named {name!r}; registered tools: {known}")
+        return tool
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._tools
+
+    def all(self) -> list:
+        return list(self._tools.values())
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def toolset(self, name: str) -> list:
+        """Tools that list `name` in their `toolset=`; "full" is every tool, "none" no tool."""
+        if name == "full":
+            return self.all()
+        if name == "none":
+            return []
+        return [t for t in self._tools.values() if name in t.options.toolset]
+
+    @contextmanager
+    def isolated(self, tools: Optional[dict] = None) -> Iterator["Registry"]:
+        """Run a block against a copy of the registry (or `tools`), restoring it afterwards. For tests."""
+        with self._lock:
+            saved = self._tools
+            self._tools = dict(saved if tools is None else tools)
+        try:
+            yield self
+        finally:
+            with self._lock:
+                self._tools = saved
+
+
+registry = Registry()
