@@ -2,6 +2,8 @@
 
 Pure Python; never imports Django. The web app plugs in through `runtime.recorder.Recorder`.
 """
+from .budget import Budget
+from .concurrency import submit
 from .errors import BudgetExceeded, CancelledError, ToolArgumentError, ToolRegistrationError
 from .function import agentic_function, function
 from .hooks import add_pre_invocation_hook, remove_pre_invocation_hook
@@ -12,5 +14,5 @@ from .runtime import Runtime, create_runtime
 __all__ = [
     "agentic_function", "function", "Runtime", "create_runtime", "CancelledError",
     "ToolArgumentError", "ToolRegistrationError", "BudgetExceeded", "add_pre_invocation_hook",
-    "remove_pre_invocation_hook", "Recorder", "use_recorder", "registry",
+    "remove_pre_invocation_hook", "Recorder", "use_recorder", "registry", "Budget", "submit",
 ]

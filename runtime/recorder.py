@@ -47,6 +47,14 @@ class Recorder:
         """Text of the DAG this frame may see (its render_range), or None for nothing."""
         return None
 
+    def budget_updated(self, limits: dict, spend: dict) -> None:
+        """A root delegation budget (runtime.Budget) started, was breached, or ended.
+
+        `limits`: {"max_depth", "max_llm_calls", "max_tokens", "timeout_s"} (None: no limit);
+        `spend`: {"depth": deepest level reached, "llm_calls", "tokens", "elapsed_s"}. Store them with
+        the run; each call carries the whole current state, so the last one wins.
+        """
+
 
 @contextmanager
 def use_recorder(recorder: Optional[Recorder]) -> Iterator[Optional[Recorder]]:

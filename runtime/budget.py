@@ -1,0 +1,398 @@
+"""An inherited delegation budget: one set of limits over a whole tree of agentic calls.
+
+`Budget(max_depth=..., max_llm_calls=..., max_tokens=..., timeout_s=...)` is opened either as a block
+(`with Budget(max_depth=2): ...`, or `async with`) or per call, as a template given to
+`@agentic_function(budget=Budget(...))`. Each opening creates a `BudgetScope`; the scopes form a tree
+that mirrors the delegation tree:
+
+- depth counts agentic frames entered inside a scope, whatever their names; a decorated function is
+  level 1 of its own budget, and entering level `max_depth + 1` is refused before the body runs;
+- a scope opened inside another gets at most what remains of its parent's (tighten, never relax);
+- spend is shared: a model call counts against every enclosing scope, and admission is atomic
+  (reserve under the root's lock, then commit or release).
+
+Where a call stands is held in the ContextVar `runtime.context._current_budget` as a `BudgetCursor`
+(scope + depth inside it). Threads and tasks that copy the context (asyncio tasks, `to_thread`,
+`runtime.submit`) carry the cursor along and share the scope objects, hence the one lock per root.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Any, Optional
+
+from .context import _current_budget, _current_frame, _current_recorder
+from .errors import BudgetExceeded
+
+# The constructor argument behind each dimension, and the advice a breach message ends with.
+_ARGUMENT = {"depth": "max_depth", "llm_calls": "max_llm_calls", "tokens": "max_tokens",
+             "time": "timeout_s"}
+_ADVICE = {
+    "depth": "raise max_depth or restructure the delegation so fewer agentic calls nest",
+    "llm_calls": "raise max_llm_calls or make fewer model calls in this delegation tree",
+    "tokens": "raise max_tokens or send shorter prompts in this delegation tree",
+    "time": "raise timeout_s or split the work into shorter runs",
+}
+
+
+def _positive_int(name: str, value: Any) -> Optional[int]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"Budget({name}={value!r}): {name} must be a positive integer or None")
+    return value
+
+
+def _positive_seconds(name: str, value: Any) -> Optional[float]:
+    if value is None:
+        return None
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not math.isfinite(value) or value <= 0):
+        raise ValueError(f"Budget({name}={value!r}): {name} must be a positive number of seconds or None")
+    return float(value)
+
+
+def _tighter(requested: Optional[float], remaining: Optional[float]) -> Optional[float]:
+    if requested is None:
+        return remaining
+    if remaining is None:
+        return requested
+    return min(requested, remaining)
+
+
+class Budget:
+    """The limits of a delegation tree; `None` means "no limit" for that dimension.
+
+    Reusable: every `with`/`async with` block and every call of a function decorated with
+    `budget=` opens a fresh `BudgetScope` from it. `snapshot()` reports the most recently opened one.
+    """
+
+    def __init__(self, max_depth: Optional[int] = None, max_llm_calls: Optional[int] = None,
+                 max_tokens: Optional[int] = None, timeout_s: Optional[float] = None):
+        self.max_depth = _positive_int("max_depth", max_depth)
+        self.max_llm_calls = _positive_int("max_llm_calls", max_llm_calls)
+        self.max_tokens = _positive_int("max_tokens", max_tokens)
+        self.timeout_s = _positive_seconds("timeout_s", timeout_s)
+        self.last_scope: Optional[BudgetScope] = None
+
+    @property
+    def limits(self) -> dict:
+        return {"max_depth": self.max_depth, "max_llm_calls": self.max_llm_calls,
+                "max_tokens": self.max_tokens, "timeout_s": self.timeout_s}
+
+    def open_scope(self, parent: Optional["BudgetCursor"] = None) -> "BudgetScope":
+        """A new scope under `parent` (the cursor where it is opened), limited to what `parent` has left."""
+        scope = BudgetScope(self, parent)
+        self.last_scope = scope
+        return scope
+
+    def snapshot(self) -> dict:
+        """Limits and spend of the most recent scope opened from this budget (zero spend if none yet)."""
+        if self.last_scope is not None:
+            return self.last_scope.snapshot()
+        return {"limits": self.limits,
+                "spend": {"depth": 0, "llm_calls": 0, "tokens": 0, "elapsed_s": 0.0}}
+
+    # A `with` block is a scope at depth 0: the first agentic call inside it is level 1.
+    def __enter__(self) -> "BudgetScope":
+        scope = self.open_scope(_current_budget.get())
+        scope._token = _current_budget.set(BudgetCursor(scope, 0))
+        scope._started()
+        return scope
+
+    def __exit__(self, *exc_info) -> None:
+        cursor = _current_budget.get()
+        scope = cursor.scope if cursor is not None else None
+        if scope is None or scope.budget is not self or scope._token is None:
+            raise RuntimeError("Budget block exited in a different context than it was entered in")
+        token, scope._token = scope._token, None
+        _current_budget.reset(token)
+        scope.close()
+
+    async def __aenter__(self) -> "BudgetScope":
+        return self.__enter__()
+
+    async def __aexit__(self, *exc_info) -> None:
+        self.__exit__(*exc_info)
+
+    def __repr__(self) -> str:
+        given = ", ".join(f"{k}={v!r}" for k, v in self.limits.items() if v is not None)
+        return f"Budget({given})"
+
+
+class BudgetScope:
+    """One opening of a Budget: effective limits (already tightened by the parent) and shared spend."""
+
+    def __init__(self, budget: Budget, parent_cursor: Optional["BudgetCursor"]):
+        now = time.monotonic()
+        parent = parent_cursor.scope if parent_cursor is not None else None
+        self.budget = budget
+        self.parent = parent
+        self.root: BudgetScope = parent.root if parent is not None else self
+        # Level d of this scope is level d + base_depth of the parent's.
+        self.base_depth = parent_cursor.depth if parent_cursor is not None else 0
+        self._lock = parent._lock if parent is not None else threading.Lock()
+        self._token = None
+        self.started = now
+        self.ended: Optional[float] = None
+        self.depth_reached = 0
+        self.llm_calls = 0
+        self.tokens = 0
+        self.reserved_calls = 0
+        self.max_depth = budget.max_depth
+        self.max_llm_calls = budget.max_llm_calls
+        self.max_tokens = budget.max_tokens
+        self.deadline = now + budget.timeout_s if budget.timeout_s is not None else None
+        if parent is not None:
+            with self._lock:
+                self._tighten_to(parent, now)
+
+    def _tighten_to(self, parent: "BudgetScope", now: float) -> None:
+        if parent.max_depth is not None:
+            self.max_depth = _tighter(self.max_depth, max(parent.max_depth - self.base_depth, 0))
+        if parent.max_llm_calls is not None:
+            left = parent.max_llm_calls - parent.llm_calls - parent.reserved_calls
+            self.max_llm_calls = _tighter(self.max_llm_calls, max(left, 0))
+        if parent.max_tokens is not None:
+            self.max_tokens = _tighter(self.max_tokens, max(parent.max_tokens - parent.tokens, 0))
+        self.deadline = _tighter(self.deadline, parent.deadline)
+
+    @property
+    def is_root(self) -> bool:
+        return self.parent is None
+
+    def chain(self) -> list["BudgetScope"]:
+        """This scope and its ancestors, outermost first (so a breach names the widest limit crossed)."""
+        scopes = []
+        scope: Optional[BudgetScope] = self
+        while scope is not None:
+            scopes.append(scope)
+            scope = scope.parent
+        scopes.reverse()
+        return scopes
+
+    def limits(self) -> dict:
+        timeout = None if self.deadline is None else round(self.deadline - self.started, 6)
+        return {"max_depth": self.max_depth, "max_llm_calls": self.max_llm_calls,
+                "max_tokens": self.max_tokens, "timeout_s": timeout}
+
+    def snapshot(self) -> dict:
+        with self._lock:
+            end = self.ended if self.ended is not None else time.monotonic()
+            spend = {"depth": self.depth_reached, "llm_calls": self.llm_calls, "tokens": self.tokens,
+                     "elapsed_s": round(end - self.started, 6)}
+        return {"limits": self.limits(), "spend": spend}
+
+    def close(self, report: bool = True) -> None:
+        """The block or the call that opened this scope ended; freeze elapsed time and report."""
+        with self._lock:
+            if self.ended is not None:
+                return
+            self.ended = time.monotonic()
+        if report and self.is_root:
+            _notify_recorder(self)
+
+    def _started(self) -> None:
+        if self.is_root:
+            _notify_recorder(self)
+
+    def __repr__(self) -> str:
+        return f"<BudgetScope {self.limits()} spent {self.llm_calls} calls, {self.tokens} tokens>"
+
+
+class BudgetCursor:
+    """Where the current call stands: its innermost scope and how many agentic levels deep in it."""
+
+    __slots__ = ("scope", "depth")
+
+    def __init__(self, scope: BudgetScope, depth: int):
+        self.scope = scope
+        self.depth = depth
+
+    def levels(self) -> list[tuple[BudgetScope, int]]:
+        """(scope, depth in that scope) for every enclosing scope, outermost first."""
+        pairs = []
+        scope: Optional[BudgetScope] = self.scope
+        depth = self.depth
+        while scope is not None:
+            pairs.append((scope, depth))
+            depth += scope.base_depth
+            scope = scope.parent
+        pairs.reverse()
+        return pairs
+
+
+# --- the hooks the agentic wrapper calls ------------------------------------------------------------
+
+def enter_frame(frame, template: Optional[Budget]):
+    """Admit one agentic frame into the current budget, opening a scope if its function has `budget=`.
+
+    Raises BudgetExceeded, before anything is set, if a depth limit or a deadline would be crossed.
+    Returns a token for `exit_frame`.
+    """
+    parent = _current_budget.get()
+    scope = None
+    if template is not None:
+        if not isinstance(template, Budget):
+            raise TypeError(f"agentic function {frame.name}: budget= must be a runtime.Budget, "
+                            f"got {template!r}")
+        scope = template.open_scope(parent)
+        cursor = BudgetCursor(scope, 1)
+    elif parent is not None:
+        cursor = BudgetCursor(parent.scope, parent.depth + 1)
+    else:
+        return None
+    levels = cursor.levels()
+    with cursor.scope._lock:
+        breach = _depth_breach(levels, frame) or _deadline_breach(levels, frame)
+        if breach is None:
+            for level_scope, depth in levels:
+                if depth > level_scope.depth_reached:
+                    level_scope.depth_reached = depth
+    if breach is not None:
+        if scope is not None:
+            scope.close(report=False)  # never started; the breach report below covers it
+        _raise(breach)
+    if scope is not None:
+        scope._started()
+    return _current_budget.set(cursor), scope
+
+
+def exit_frame(token) -> None:
+    """Leave the frame admitted by `enter_frame`, closing the scope it opened (if any)."""
+    if token is None:
+        return
+    var_token, opened = token
+    _current_budget.reset(var_token)
+    if opened is not None:
+        opened.close()
+
+
+# --- model calls: reserve, then commit or release ----------------------------------------------------
+
+class Reservation:
+    """One admitted model call. Exactly one of `commit(tokens)` or `release()` must follow."""
+
+    __slots__ = ("scopes", "done")
+
+    def __init__(self, scopes: list[BudgetScope]):
+        self.scopes = scopes
+        self.done = False
+
+    def commit(self, tokens: int = 0) -> None:
+        """The call happened: count it and the tokens it used against every enclosing scope."""
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+            raise ValueError(f"Reservation.commit(tokens={tokens!r}): tokens must be an integer >= 0")
+        with self.scopes[0]._lock:
+            if self.done:
+                return
+            self.done = True
+            for scope in self.scopes:
+                scope.reserved_calls -= 1
+                scope.llm_calls += 1
+                scope.tokens += tokens
+
+    def release(self) -> None:
+        """The call did not happen (it failed before reaching the model): give the slot back."""
+        with self.scopes[0]._lock:
+            if self.done:
+                return
+            self.done = True
+            for scope in self.scopes:
+                scope.reserved_calls -= 1
+
+
+def reserve_llm_call(frame=None) -> Optional[Reservation]:
+    """Admit one model call under every enclosing budget, atomically; None when no budget applies.
+
+    Raises BudgetExceeded when the call would cross a limit: the call count (admitted calls still in
+    flight included), tokens already at or over the maximum, or a passed deadline.
+    """
+    cursor = _current_budget.get()
+    if cursor is None:
+        return None
+    frame = frame if frame is not None else _current_frame.get()
+    levels = cursor.levels()
+    scopes = [scope for scope, _depth in levels]
+    with cursor.scope._lock:
+        breach = _deadline_breach(levels, frame) or _spend_breach(scopes, frame)
+        if breach is None:
+            for scope in scopes:
+                scope.reserved_calls += 1
+    if breach is not None:
+        _raise(breach)
+    return Reservation(scopes)
+
+
+def check_deadline(frame=None) -> None:
+    """Raise BudgetExceeded(dimension="time") if any enclosing budget's deadline has passed."""
+    cursor = _current_budget.get()
+    if cursor is None:
+        return
+    frame = frame if frame is not None else _current_frame.get()
+    breach = _deadline_breach(cursor.levels(), frame)
+    if breach is not None:
+        _raise(breach)
+
+
+def current_scope() -> Optional[BudgetScope]:
+    """The innermost budget scope the current call runs under, or None."""
+    cursor = _current_budget.get()
+    return cursor.scope if cursor is not None else None
+
+
+# --- breaches: found under the root's lock, reported and raised after it is released ----------------
+
+def _depth_breach(levels, frame):
+    for scope, depth in levels:
+        if scope.max_depth is not None and depth > scope.max_depth:
+            return _breach(scope, "depth", scope.max_depth, depth, frame,
+                           f"entering {frame.name} would be level {depth} of the delegation")
+    return None
+
+
+def _deadline_breach(levels, frame):
+    now = time.monotonic()
+    for scope, _depth in levels:
+        if scope.deadline is not None and now >= scope.deadline:
+            limit = round(scope.deadline - scope.started, 6)
+            observed = round(now - scope.started, 6)
+            return _breach(scope, "time", limit, observed, frame,
+                           f"{observed:.3f} s have passed since the budget opened")
+    return None
+
+
+def _spend_breach(scopes, frame):
+    for scope in scopes:
+        if scope.max_tokens is not None and scope.tokens >= scope.max_tokens:
+            return _breach(scope, "tokens", scope.max_tokens, scope.tokens, frame,
+                           f"{scope.tokens} tokens are already spent")
+        taken = scope.llm_calls + scope.reserved_calls
+        if scope.max_llm_calls is not None and taken >= scope.max_llm_calls:
+            return _breach(scope, "llm_calls", scope.max_llm_calls, taken + 1, frame,
+                           f"this would be model call {taken + 1}")
+    return None
+
+
+def _breach(scope: BudgetScope, dimension: str, limit, observed, frame, what: str):
+    path = frame.path() if frame is not None else []
+    where = " → ".join(path) if path else "outside any agentic function"
+    error = BudgetExceeded(
+        f"delegation budget exceeded: {_ARGUMENT[dimension]}={limit}, {what} (observed {observed}) "
+        f"at {where}; {_ADVICE[dimension]}",
+        dimension=dimension, limit=limit, observed=observed, path=path)
+    return error, scope.root
+
+
+def _raise(breach) -> None:
+    error, root = breach
+    _notify_recorder(root)
+    raise error
+
+
+def _notify_recorder(root: BudgetScope) -> None:
+    recorder = _current_recorder.get()
+    if recorder is not None:
+        snapshot = root.snapshot()
+        recorder.budget_updated(snapshot["limits"], snapshot["spend"])
