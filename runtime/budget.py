@@ -25,6 +25,9 @@ from typing import Any, Optional
 from .context import _current_budget, _current_frame, _current_recorder
 from .errors import BudgetExceeded
 
+# Read through this name so tests can drive deadlines with a fake clock instead of sleeping.
+_clock = time.monotonic
+
 # The constructor argument behind each dimension, and the advice a breach message ends with.
 _ARGUMENT = {"depth": "max_depth", "llm_calls": "max_llm_calls", "tokens": "max_tokens",
              "time": "timeout_s"}
@@ -125,7 +128,7 @@ class BudgetScope:
     """One opening of a Budget: effective limits (already tightened by the parent) and shared spend."""
 
     def __init__(self, budget: Budget, parent_cursor: Optional["BudgetCursor"]):
-        now = time.monotonic()
+        now = _clock()
         parent = parent_cursor.scope if parent_cursor is not None else None
         self.budget = budget
         self.parent = parent
@@ -179,7 +182,7 @@ class BudgetScope:
 
     def snapshot(self) -> dict:
         with self._lock:
-            end = self.ended if self.ended is not None else time.monotonic()
+            end = self.ended if self.ended is not None else _clock()
             spend = {"depth": self.depth_reached, "llm_calls": self.llm_calls, "tokens": self.tokens,
                      "elapsed_s": round(end - self.started, 6)}
         return {"limits": self.limits(), "spend": spend}
@@ -189,7 +192,7 @@ class BudgetScope:
         with self._lock:
             if self.ended is not None:
                 return
-            self.ended = time.monotonic()
+            self.ended = _clock()
         if report and self.is_root:
             _notify_recorder(self)
 
@@ -353,7 +356,7 @@ def _depth_breach(levels, frame):
 
 
 def _deadline_breach(levels, frame):
-    now = time.monotonic()
+    now = _clock()
     for scope, _depth in levels:
         if scope.deadline is not None and now >= scope.deadline:
             limit = round(scope.deadline - scope.started, 6)
