@@ -1,0 +1,30 @@
+"""`python manage.py export_session ID [-o FILE]`: a session's whole DAG as JSON."""
+import json
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+from django.core.serializers.json import DjangoJSONEncoder
+
+from dag.export import export_session
+from dag.models import Session
+
+
+class Command(BaseCommand):
+    help = "Write a session and all its nodes (in seq order) as one JSON document."
+
+    def add_arguments(self, parser):
+        parser.add_argument("session_id", help="the session's id (a UUID)")
+        parser.add_argument("-o", "--output", help="write to this file instead of standard output")
+
+    def handle(self, *args, session_id, output=None, **options):
+        try:
+            session = Session.objects.get(pk=session_id)
+        except (Session.DoesNotExist, ValidationError, ValueError):
+            raise CommandError(f"no session with id {session_id!r} (see the admin or /api/sessions/)")
+        text = json.dumps(export_session(session), indent=2, ensure_ascii=False, cls=DjangoJSONEncoder)
+        if output:
+            with open(output, "w", encoding="utf-8") as handle:
+                handle.write(text + "\n")
+            self.stderr.write(f"wrote session {session.pk} ({session.node_count} nodes) to {output}")
+        else:
+            self.stdout.write(text)

@@ -1,0 +1,150 @@
+"""`DjangoRecorder`: the runtime's recorder seam implemented on the ORM, one session per recorder.
+
+Install it around a run with `runtime.use_recorder(DjangoRecorder(session))`. Every event is one short
+transaction through `dag.revisions` (entry: advance the counter + INSERT; exit: advance + UPDATE), and the
+recorder keeps the nodes it opened in memory so a backfill needs no read.
+
+The ORM refuses to run inside an event loop's thread, and async agentic functions call the recorder
+from one, so there the write is done on a small thread pool while the loop's thread waits for it;
+order is kept because each event finishes before the function goes on.
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone as dt_timezone
+from typing import Any, Callable, Optional
+
+from django.db import close_old_connections
+from django.utils import timezone
+
+from runtime.context import Frame
+from runtime.recorder import Recorder
+
+from . import revisions
+from .context_render import render_frame_context
+from .models import Node, Session
+from .values import json_safe
+
+_pool: Optional[ThreadPoolExecutor] = None
+_pool_lock = threading.Lock()
+
+
+def _off_loop(call: Callable, *args) -> Any:
+    """Run `call(*args)` here, or on the recorder pool when this thread is running an event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return call(*args)
+    global _pool
+    if _pool is None:
+        with _pool_lock:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="dag-recorder",
+                                           initializer=close_old_connections)
+    return _pool.submit(call, *args).result()
+
+
+def error_text(error: Optional[BaseException]) -> str:
+    if error is None:
+        return ""
+    message = str(error)
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+def _when(timestamp: float) -> datetime:
+    return datetime.fromtimestamp(timestamp, tz=dt_timezone.utc)
+
+
+def recorded_ancestor(frame: Optional[Frame]) -> Optional[Frame]:
+    """`frame` or its nearest ancestor that has a node (hidden frames have none)."""
+    while frame is not None and frame.node is None:
+        frame = frame.parent
+    return frame
+
+
+class DjangoRecorder(Recorder):
+    """Writes the calls of one run into `session`'s DAG (a `Session` or its id)."""
+
+    def __init__(self, session):
+        self.session_id = session.pk if isinstance(session, Session) else Session._meta.pk.to_python(session)
+        # Nodes this recorder opened and has not closed yet, by id: their state for the backfill.
+        self._open: dict[int, Node] = {}
+
+    # -- code nodes ------------------------------------------------------------------------------
+
+    def function_entered(self, frame: Frame) -> None:
+        node = _off_loop(self._create, frame, Node.Status.RUNNING, "", _when(frame.started), None)
+        self._open[node.pk] = node
+        frame.node = node.pk
+
+    def function_exited(self, frame: Frame, status: str, output: Any = None,
+                        error: Optional[BaseException] = None) -> None:
+        node = self._open.pop(frame.node, None)
+        if node is None:
+            return
+        _off_loop(revisions.finish_node, node, status=status, output=json_safe(output),
+                  error=error_text(error))
+
+    def function_refused(self, frame: Frame, error: BaseException) -> None:
+        now = timezone.now()
+        node = _off_loop(self._create, frame, Node.Status.REFUSED, error_text(error), now, now)
+        frame.node = node.pk
+
+    def _create(self, frame: Frame, status: str, error: str, started: datetime,
+                finished: Optional[datetime]) -> Node:
+        parent = recorded_ancestor(frame.parent)
+        return revisions.create_node(
+            self.session_id, kind=Node.Kind.CODE, name=frame.name, status=status,
+            parent_id=parent.node if parent is not None else None,
+            input=json_safe(frame.arguments()), output=None, doc=frame.doc, depth=frame.depth,
+            name_depth=frame.name_depth, expose=frame.expose, render_range=frame.render_range,
+            error=error, started_at=started, finished_at=finished)
+
+    # -- llm nodes -------------------------------------------------------------------------------
+
+    def llm_started(self, frame: Optional[Frame], request: dict) -> Any:
+        if frame is not None and frame.hidden:
+            return None  # a hidden function writes nothing, its model calls included
+        owner = recorded_ancestor(frame)
+        model = request.get("model") or ""
+        node = _off_loop(
+            revisions.create_node, self.session_id,
+            kind=Node.Kind.LLM, name="llm", status=Node.Status.RUNNING,
+            parent_id=owner.node if owner is not None else None,
+            input=json_safe({key: request.get(key) for key in ("system", "messages", "tools", "model")}),
+            depth=owner.depth if owner is not None else 0,
+            name_depth=owner.name_depth if owner is not None else 0,
+            expose=owner.expose if owner is not None else "io",
+            model=str(model)[:200], started_at=timezone.now())
+        self._open[node.pk] = node
+        return node.pk
+
+    def llm_finished(self, handle: Any, status: str, reply: Optional[dict] = None,
+                     usage: Optional[dict] = None, error: Optional[BaseException] = None) -> None:
+        node = self._open.pop(handle, None)
+        if node is None:
+            return
+        output = None
+        if reply is not None:
+            output = json_safe({"text": reply.get("text"), "tool_calls": reply.get("tool_calls") or []})
+        _off_loop(revisions.finish_node, node, status=status, output=output,
+                  usage=json_safe(usage) if usage is not None else None, error=error_text(error))
+
+    # -- the session -----------------------------------------------------------------------------
+
+    def budget_updated(self, limits: dict, spend: dict) -> None:
+        """A delegation budget's limits or spend changed: keep them on the session for viewers."""
+        _off_loop(lambda: revisions.update_session(self.session_id, budget=limits, budget_spend=spend))
+
+    # -- context for model calls -----------------------------------------------------------------
+
+    def render_context(self, frame: Frame) -> Optional[str]:
+        viewer = recorded_ancestor(frame)
+        if viewer is None:
+            return None
+        node = self._open.get(viewer.node)
+        seq = node.seq if node is not None else None
+        return _off_loop(render_frame_context, self.session_id, viewer.node, seq,
+                         frame.render_range or viewer.render_range)

@@ -1,0 +1,113 @@
+"""Turning whatever a function was called with or returned into something a JSON column accepts.
+
+A recorded run must never fail because an argument was a Runtime, a socket or a set, so anything that
+is not JSON becomes a short readable stand-in ("<Runtime>", a truncated repr). Containers are walked;
+tuples and sets become lists because that is what a reader of the DAG expects to see. Big values are
+stored whole; `preview` is for the places that list many of them.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+# Past this nesting depth a value is summarised, which also stops self-referencing structures.
+MAX_DEPTH = 32
+REPR_LIMIT = 200
+
+_SCALARS = (str, int, bool, type(None))
+
+
+def json_safe(value: Any) -> Any:
+    """`value` if it is JSON already, else a copy where every non-JSON part is a readable stand-in."""
+    kind = type(value)
+    if kind is str:
+        return _clean_text(value)
+    if kind in _SCALARS:
+        return value
+    return _convert(value, 0)
+
+
+def _convert(value: Any, depth: int) -> Any:
+    if isinstance(value, str):
+        return _clean_text(str(value))
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        # NaN and the infinities are not JSON; PostgreSQL's jsonb refuses them outright.
+        return float(value) if math.isfinite(value) else repr(float(value))
+    if depth >= MAX_DEPTH:
+        return _stand_in(value)
+    if isinstance(value, dict):
+        return {_key(k): _convert(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_convert(item, depth + 1) for item in value]
+    if isinstance(value, (set, frozenset)):
+        items = [_convert(item, depth + 1) for item in value]
+        try:
+            return sorted(items)
+        except TypeError:  # mixed types: keep a stable textual order instead
+            return sorted(items, key=repr)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return f"<{type(value).__name__}: {len(bytes(value))} bytes>"
+    return _stand_in(value)
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return _clean_text(key)
+    return _clean_text(str(key))
+
+
+def _clean_text(text: str) -> str:
+    # PostgreSQL text (and so jsonb strings) cannot hold NUL; keep the rest of the string intact.
+    return text.replace("\x00", "\ufffd") if "\x00" in text else text
+
+
+def _stand_in(value: Any) -> str:
+    """`<TypeName>` for objects with the default repr, else their own repr, truncated."""
+    cls = type(value)
+    if cls.__repr__ is object.__repr__:
+        return f"<{cls.__name__}>"
+    try:
+        text = repr(value)
+    except Exception:  # a broken __repr__ must not break recording
+        return f"<{cls.__name__}>"
+    return _clean_text(truncate(text, REPR_LIMIT))
+
+
+def truncate(text: str, limit: int) -> str:
+    """`text` cut to about `limit` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more chars)"
+
+
+def preview(value: Any, limit: int = 120) -> str:
+    """One line of compact JSON for `value`, at most about `limit` characters, for lists and tables."""
+    if isinstance(value, str):
+        # Twice the limit leaves room for whitespace that collapses below.
+        text, clipped = value[: limit * 2], len(value) > limit * 2
+    else:
+        # A clipped container still serialises to more than `limit` characters, so the cut shows.
+        text = json.dumps(json_safe(_head(value, limit)), ensure_ascii=False, separators=(",", ":"))
+        clipped = False
+    text = " ".join(text.split())
+    if clipped or len(text) > limit:
+        return text[:limit] + "…"
+    return text
+
+
+def _head(value: Any, limit: int, depth: int = 0) -> Any:
+    """The start of `value`, enough to fill `limit` characters, so a preview of a huge value is cheap."""
+    if depth >= MAX_DEPTH:
+        return value
+    if isinstance(value, str):
+        return value[: limit + 1]
+    if isinstance(value, dict):
+        return {k: _head(v, limit, depth + 1) for k, _, v in zip(value, range(limit), value.values())}
+    if isinstance(value, (list, tuple)):
+        return [_head(item, limit, depth + 1) for item in value[: limit]]
+    return value
