@@ -2,11 +2,26 @@
 
 Messages are notifications, not the truth: a listener that misses one resynchronises from the database
 by revision. `publish` must never block a run or raise into it.
+
+Two kinds of watcher:
+- in-process listeners (`subscribe`), e.g. the CLI's live tree; called synchronously in the writer's
+  thread;
+- websocket consumers, reached through the channel layer group of the session (`group_name`). Runs
+  execute in worker threads (or in another process); the in-memory layer's queues belong to the
+  server's event loop, so sends go through that loop with `asyncio.run_coroutine_threadsafe`
+  (`bind_loop` is called by the consumer on connect). With Redis and no server loop in this process
+  (a worker process), a private loop thread does the sending.
+
+Bursts are coalesced: messages accumulate per session and go out as one layer message per session at
+most every `OPENPROGRAM_BROADCAST_WINDOW_S` seconds, so a run writing thousands of nodes a second sends
+tens of layer messages, not thousands.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
+import time
 from typing import Callable
 
 log = logging.getLogger(__name__)
@@ -14,6 +29,16 @@ log = logging.getLogger(__name__)
 Listener = Callable[[str, list], None]
 _listeners: tuple[Listener, ...] = ()
 _lock = threading.Lock()
+
+# The event-loop handler name the consumers implement ("dag.batch" -> SessionConsumer.dag_batch).
+BATCH_EVENT = "dag.batch"
+# Items per layer message: keeps one message (and a Redis payload) bounded in size.
+MAX_ITEMS_PER_MESSAGE = 500
+
+
+def group_name(session_id) -> str:
+    """The channel layer group every viewer of one session joins."""
+    return f"dag-session-{session_id}"
 
 
 def subscribe(listener: Listener) -> None:
@@ -31,8 +56,125 @@ def unsubscribe(listener: Listener) -> None:
 
 def publish(session_id: str, messages: list[dict]) -> None:
     """Send `messages` (each {"type": "node"|"session", "rev": R, ...}) about one session."""
+    if not messages:
+        return
     for listener in _listeners:
         try:
             listener(session_id, messages)
         except Exception:  # a broken viewer must not break a run
             log.exception("broadcast listener %r failed", listener)
+    try:
+        layer_forwarder.add(str(session_id), messages)
+    except Exception:
+        log.exception("broadcast to the channel layer failed")
+
+
+def bind_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Tell the forwarder which event loop serves websockets in this process (the latest one wins)."""
+    layer_forwarder.bind_loop(loop)
+
+
+class LayerForwarder:
+    """Coalesces published messages per session and sends them to the channel layer from an event loop.
+
+    Thread-safe: `add` may be called from any thread. One flush task at a time drains everything
+    pending; a second burst arriving during a flush is picked up by the same task after the window.
+    """
+
+    def __init__(self, window_s: float | None = None):
+        self._window_s = window_s
+        self._lock = threading.Lock()
+        self._pending: dict[str, list[dict]] = {}
+        self._flush_scheduled = False
+        self._last_flush = 0.0
+        self._server_loop: asyncio.AbstractEventLoop | None = None
+        self._private_loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def window_s(self) -> float:
+        if self._window_s is not None:
+            return self._window_s
+        from django.conf import settings
+        return float(getattr(settings, "OPENPROGRAM_BROADCAST_WINDOW_S", 0.02))
+
+    def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        with self._lock:
+            if self._server_loop is not loop:
+                self._server_loop = loop
+                # A flush scheduled on a loop that has since closed would never run.
+                self._flush_scheduled = False
+
+    def add(self, session_id: str, messages: list[dict]) -> None:
+        loop = self._target_loop()
+        if loop is None:
+            return  # no consumer can be listening through this process's in-memory layer
+        with self._lock:
+            self._pending.setdefault(session_id, []).extend(messages)
+            if self._flush_scheduled:
+                return
+            self._flush_scheduled = True
+        try:
+            asyncio.run_coroutine_threadsafe(self._flush(), loop)
+        except RuntimeError:  # the loop closed between the check and the call
+            with self._lock:
+                self._flush_scheduled = False
+                self._pending.clear()
+
+    def _target_loop(self) -> asyncio.AbstractEventLoop | None:
+        loop = self._server_loop
+        if loop is not None and not loop.is_closed():
+            return loop
+        if _layer_is_in_memory():
+            return None
+        return self._ensure_private_loop()
+
+    def _ensure_private_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._private_loop is None:
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, name="dag-broadcast", daemon=True).start()
+                self._private_loop = loop
+            return self._private_loop
+
+    async def _flush(self) -> None:
+        from channels.layers import get_channel_layer
+        layer = get_channel_layer()
+        try:
+            while True:
+                wait = self._last_flush + self.window_s - time.monotonic()
+                if wait > 0:
+                    await asyncio.sleep(wait)  # let the burst gather into one message
+                with self._lock:
+                    pending, self._pending = self._pending, {}
+                    if not pending:
+                        self._flush_scheduled = False
+                        return
+                self._last_flush = time.monotonic()
+                for session_id, items in pending.items():
+                    await self._send(layer, session_id, items)
+        except BaseException:
+            # Never leave the flag set by a flush that died (loop shutdown): later adds must schedule.
+            with self._lock:
+                self._flush_scheduled = False
+            raise
+
+    @staticmethod
+    async def _send(layer, session_id: str, items: list[dict]) -> None:
+        # Writers in several threads publish after their own commits, so arrival order is not rev
+        # order; sorting here saves the consumers most of their gap repairs.
+        items.sort(key=lambda item: item.get("rev", 0))
+        for start in range(0, len(items), MAX_ITEMS_PER_MESSAGE):
+            chunk = items[start:start + MAX_ITEMS_PER_MESSAGE]
+            try:
+                await layer.group_send(group_name(session_id), {"type": BATCH_EVENT, "items": chunk})
+            except Exception:  # a full or unreachable layer: viewers resync from the database
+                log.warning("channel layer send for session %s failed", session_id, exc_info=True)
+
+
+def _layer_is_in_memory() -> bool:
+    from django.conf import settings
+    backend = settings.CHANNEL_LAYERS.get("default", {}).get("BACKEND", "")
+    return backend.endswith("InMemoryChannelLayer")
+
+
+layer_forwarder = LayerForwarder()
