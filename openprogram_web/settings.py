@@ -160,6 +160,10 @@ OPENPROGRAM_EXECUTOR = os.environ.get("OPENPROGRAM_EXECUTOR", "dag.executor.InPr
 OPENPROGRAM_EXECUTOR_WORKERS = int(os.environ.get("OPENPROGRAM_EXECUTOR_WORKERS", "8"))
 # Largest launch-argument payload accepted, in bytes of JSON.
 OPENPROGRAM_MAX_ARGS_BYTES = int(os.environ.get("OPENPROGRAM_MAX_ARGS_BYTES", "100000"))
+# Live view: seconds between websocket heartbeats (each also repairs a lost last message from the
+# database), and the window in which a burst of DAG changes is coalesced into one layer message.
+OPENPROGRAM_WS_HEARTBEAT_S = float(os.environ.get("OPENPROGRAM_WS_HEARTBEAT_S", "5"))
+OPENPROGRAM_BROADCAST_WINDOW_S = float(os.environ.get("OPENPROGRAM_BROADCAST_WINDOW_S", "0.02"))
 
 # --- the rest ---------------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"
