@@ -6,7 +6,14 @@ situational text about *where* the call is goes at the start of the user turn in
 """
 from __future__ import annotations
 
-from typing import Optional
+import asyncio
+import os
+import threading
+from typing import Callable, Iterable, Optional
+
+from .context import _current_runtime
+from .dispatch import ResultCache
+from .providers.base import Provider, create_provider, resolve_model, split_model_spec
 
 DEFAULT_TOOLSET = "full"
 
@@ -33,19 +40,135 @@ def _situational_prefix(fn_name: str, fn_doc: str, call_path: Optional[list[str]
     return text
 
 
-class Runtime:
-    """Holds the provider, the constant system prompt and the model; closed when its owner returns."""
+def _env_flag(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None or not value.strip():
+        return default
+    return value.strip().lower() not in ("0", "false", "no", "off")
 
-    def __init__(self, provider=None, system: Optional[str] = None, model: Optional[str] = None):
-        self.provider = provider
+
+class Runtime:
+    """Holds the provider, the constant system prompt and the model; closed when its owner returns.
+
+    `provider` is a `runtime.providers.Provider`, a provider name (`"openai"`), or None to choose from
+    `model` and then the environment (OPENPROGRAM_MODEL, API keys; the offline `sim` when none is set).
+    `model` is a model spec (`"sim:naive"`, `"openai:gpt-4o-mini"`) or, with a provider given, a model
+    name. `unattended` (default: OPENPROGRAM_UNATTENDED, on) refuses tools that need approval; an
+    `approver(tool_name, arguments) -> bool` grants them when attended. `source` names the channel the
+    run came from, for tools' `unsafe_in`.
+    """
+
+    def __init__(self, provider=None, system: Optional[str] = None, model: Optional[str] = None, *,
+                 unattended: Optional[bool] = None, unattended_deny: Optional[Iterable[str]] = None,
+                 source: Optional[str] = None, approver: Optional[Callable[[str, dict], bool]] = None,
+                 results_dir: Optional[str] = None):
+        self._provider_given = provider
+        self._provider: Optional[Provider] = provider if isinstance(provider, Provider) else None
+        self._default_model: Optional[str] = None
+        self._others: dict[str, Provider] = {}
+        self._lock = threading.Lock()
         self.system = system
         self.model = model
+        self.unattended = _env_flag("OPENPROGRAM_UNATTENDED", True) if unattended is None else unattended
+        deny = unattended_deny if unattended_deny is not None else os.environ.get("OPENPROGRAM_UNATTENDED_DENY", "")
+        self.unattended_deny = tuple(n.strip() for n in (deny.split(",") if isinstance(deny, str) else deny) if n.strip())
+        self.source = source if source is not None else os.environ.get("OPENPROGRAM_SOURCE") or None
+        self.approver = approver
+        self.results_dir = results_dir
+        self.tool_cache = ResultCache()
         self.closed = False
+        if self._provider is not None and model:
+            self._default_model = split_model_spec(model)[1] if ":" in model else model
+
+    # -- the model ----------------------------------------------------------------------------
+
+    @property
+    def provider(self) -> Provider:
+        """The default provider, resolved on first use (a bad OPENPROGRAM_MODEL fails at the first model call)."""
+        if self._provider is None:
+            with self._lock:
+                if self._provider is None:
+                    given = self._provider_given
+                    spec = self.model
+                    if isinstance(given, str):
+                        spec = given if ":" in given or not self.model else f"{given}:{self.model}"
+                    name, model = resolve_model(spec)
+                    self._default_model = model
+                    self._provider = create_provider(name, model)
+        return self._provider
+
+    @provider.setter
+    def provider(self, value) -> None:
+        self._provider_given = value
+        self._provider = value if isinstance(value, Provider) else None
+
+    def provider_for(self, model: Optional[str] = None) -> tuple[Provider, Optional[str]]:
+        """(provider, model name) for one call: the default, or what a per-call `model=` names."""
+        default = self.provider
+        if model is None:
+            return default, self._default_model or default.model
+        name, model_name = split_model_spec(model)
+        if name is None or name == default.name:
+            return default, model_name or default.model
+        with self._lock:
+            other = self._others.get(name)
+            if other is None:
+                other = self._others[name] = create_provider(name, model_name)
+        return other, model_name or other.model
+
+    # -- calling it ---------------------------------------------------------------------------
+
+    def exec(self, content, tools=None, toolset=None, tools_allow=None, tools_deny=None,
+             tool_choice="auto", max_iterations: int = 20, timeout_s: Optional[float] = None,
+             model: Optional[str] = None, budget=None) -> str:
+        """Run the tool-calling loop on `content` (a str or a list of blocks); return the final answer.
+
+        With no `tools`/`toolset`, every registered tool is offered (DEFAULT_TOOLSET), the running
+        agentic function included. `budget` (a runtime.Budget) bounds everything this exec does.
+        """
+        from .exec_loop import run_exec
+        kwargs = dict(tools=tools, toolset=toolset, tools_allow=tools_allow, tools_deny=tools_deny,
+                      tool_choice=tool_choice, max_iterations=max_iterations, timeout_s=timeout_s, model=model)
+        if budget is None:
+            return run_exec(self, content, **kwargs)
+        with budget:
+            return run_exec(self, content, **kwargs)
+
+    async def aexec(self, content, **kwargs) -> str:
+        """`exec` from async code: runs in a worker thread (with this context) so the loop stays free."""
+        return await asyncio.to_thread(self.exec, content, **kwargs)
+
+    def llm(self, content, model: Optional[str] = None, timeout_s: Optional[float] = None) -> str:
+        """One model call with no tools; the reply's text."""
+        from .exec_loop import run_llm
+        return run_llm(self, content, model=model, timeout_s=timeout_s)
 
     def close(self) -> None:
+        providers = [self._provider, *self._others.values()] if self._provider is not None else list(self._others.values())
+        for provider in providers:
+            provider.close()
         self.closed = True
+
+    def __repr__(self) -> str:
+        shown = self._provider or self._provider_given or self.model or "from the environment"
+        return f"<Runtime provider={shown!r}>"
 
 
 def create_runtime(**overrides) -> Runtime:
     """A runtime configured from the environment (the offline simulated model by default)."""
     return Runtime(**overrides)
+
+
+def llm(content, model: Optional[str] = None, timeout_s: Optional[float] = None) -> str:
+    """One model call with no tools, through the runtime of the current call chain.
+
+    Outside any agentic function a fresh runtime is created from the environment and closed after.
+    """
+    runtime = _current_runtime.get()
+    if runtime is not None:
+        return runtime.llm(content, model=model, timeout_s=timeout_s)
+    runtime = create_runtime()
+    try:
+        return runtime.llm(content, model=model, timeout_s=timeout_s)
+    finally:
+        runtime.close()

@@ -1,0 +1,291 @@
+"""Running the tool calls a model asked for, honouring each tool's registration options.
+
+Per call, in order: offered? (else a refusal naming why) -> approval (refused when unattended) ->
+`check_fn` -> argument validation against the spec -> cache -> run (with `timeout`) -> result text
+cut to `max_result_chars` keeping head and tail (`head_ratio`), the full text saved when
+`persist_full`. Every failure becomes a tool result the model can read, except a stop
+(CancelledError) and a budget breach (BudgetExceeded): those end the run.
+
+Several calls in one reply run concurrently, each in its own thread with a copy of the caller's
+context (frame, runtime, recorder, budget, recursion depths), so nested calls see the right chain.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import json
+import os
+import tempfile
+import threading
+import time
+import uuid
+from concurrent.futures import FIRST_EXCEPTION
+from concurrent.futures import wait as wait_all
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from . import interrupt
+from .context import _current_frame, _current_recorder
+from .errors import BudgetExceeded, CancelledError, ToolArgumentError
+from .messages import ToolCall, to_text, tool_result_message
+from .policy import LOAD_TOOLS, OfferedTools
+from .recorder import Recorder
+
+# Set inside a tool call that has a `timeout`: (monotonic deadline, tool name). A model call made
+# after the deadline (the tool was abandoned but its thread runs on) raises ToolTimeoutError, so an
+# abandoned call stops spending at its next model call.
+_tool_deadline: contextvars.ContextVar[Optional[tuple]] = contextvars.ContextVar("openprogram_tool_deadline", default=None)
+
+PROPAGATE = (CancelledError, BudgetExceeded)
+
+
+class ToolTimeoutError(TimeoutError):
+    """A tool call ran past its `timeout`."""
+
+
+def check_tool_deadline() -> None:
+    deadline = _tool_deadline.get()
+    if deadline is not None and time.monotonic() > deadline[0]:
+        raise ToolTimeoutError(f"tool {deadline[1]!r} ran past its timeout and was abandoned")
+
+
+class ResultCache:
+    """Results of `cache=True` tools by (name, arguments), each kept for its tool's `cache_ttl`."""
+
+    def __init__(self) -> None:
+        self._items: dict = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(name: str, arguments: dict) -> tuple:
+        return name, json.dumps(arguments, sort_keys=True, default=str)
+
+    def get(self, key: tuple) -> Optional[str]:
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                return None
+            if item[0] < time.monotonic():
+                del self._items[key]
+                return None
+            return item[1]
+
+    def put(self, key: tuple, text: str, ttl: float) -> None:
+        with self._lock:
+            self._items[key] = (time.monotonic() + ttl, text)
+
+
+def results_dir(runtime) -> Path:
+    configured = getattr(runtime, "results_dir", None) or os.environ.get("OPENPROGRAM_RESULTS_DIR")
+    return Path(configured) if configured else Path(tempfile.gettempdir()) / "openprogram-results"
+
+
+def persist_result(directory: Path, tool_name: str, text: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = directory / f"{tool_name}-{uuid.uuid4().hex}.txt"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return path
+
+
+def shape_result(text: str, limit: int, head_ratio: float, saved_at: Optional[Path] = None) -> str:
+    """`text` cut to `limit` characters, keeping the head and the tail, with a marker for the cut."""
+    if len(text) <= limit:
+        return text
+    head = int(limit * head_ratio)
+    tail = limit - head
+    where = f"; the full result is saved at {saved_at} (read it from there for the rest)" if saved_at else ""
+    marker = f"\n\n[… {len(text) - limit} of {len(text)} characters cut from the middle{where} …]\n\n"
+    return text[:head] + marker + (text[-tail:] if tail else "")
+
+
+def _takes_arguments(fn: Callable) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params)
+
+
+def _call_gate(fn: Callable, arguments: dict):
+    """A `check_fn` or `requires_approval` callable: given the arguments if it takes any."""
+    return fn(arguments) if _takes_arguments(fn) else fn()
+
+
+class Refusal(Exception):
+    """A call turned away before it ran; the message is the tool result."""
+
+
+class TimeoutAwareRecorder(Recorder):
+    """Wraps the run's recorder for one tool call with a timeout.
+
+    It notes the call's own frame as it is entered, so that when the call is abandoned its node can be
+    closed as `error` at once; the late exit of the abandoned thread is then not recorded again.
+    """
+
+    def __init__(self, inner: Recorder, parent):
+        self.inner = inner
+        self.parent = parent
+        self.frame = None
+        self.closed = False
+        self._lock = threading.Lock()
+
+    def function_entered(self, frame) -> None:
+        with self._lock:
+            if self.frame is None and frame.parent is self.parent:
+                self.frame = frame
+        self.inner.function_entered(frame)
+
+    def function_exited(self, frame, status, output=None, error=None) -> None:
+        with self._lock:
+            if frame is self.frame:
+                if self.closed:
+                    return
+                self.closed = True
+        self.inner.function_exited(frame, status, output, error)
+
+    def abandon(self, error: BaseException) -> None:
+        with self._lock:
+            if self.frame is None or self.closed:
+                return
+            self.closed = True
+            frame = self.frame
+        frame.status = "error"
+        self.inner.function_exited(frame, "error", None, error)
+
+    def function_refused(self, frame, error) -> None:
+        self.inner.function_refused(frame, error)
+
+    def llm_started(self, frame, request):
+        return self.inner.llm_started(frame, request)
+
+    def llm_finished(self, handle, status, reply=None, usage=None, error=None) -> None:
+        self.inner.llm_finished(handle, status, reply, usage, error)
+
+    def render_context(self, frame):
+        return self.inner.render_context(frame)
+
+
+class Dispatcher:
+    """Runs one exec's tool calls against the tools it offered."""
+
+    def __init__(self, runtime, offered: OfferedTools):
+        self.runtime = runtime
+        self.offered = offered
+        self.unattended = getattr(runtime, "unattended", True)
+        self.approver = getattr(runtime, "approver", None)
+        self.cache: ResultCache = runtime.tool_cache
+
+    def run(self, calls: list[ToolCall]) -> list[dict]:
+        """Tool-result messages for `calls`, in call order."""
+        if len(calls) == 1:
+            return [self._message(calls[0])]
+        futures = [interrupt.spawn(self._message, call) for call in calls]
+        wait_all(futures, return_when=FIRST_EXCEPTION)
+        for future in futures:  # a stop or a budget breach in any call ends the run
+            if future.done() and future.exception() is not None:
+                raise future.exception()
+        return [future.result() for future in futures]
+
+    def _message(self, call: ToolCall) -> dict:
+        try:
+            text, is_error = self._result_text(call), False
+        except PROPAGATE:
+            raise
+        except Refusal as exc:
+            text, is_error = f"Refused: {exc}", True
+        except ToolArgumentError as exc:
+            text, is_error = f"Error: invalid arguments: {exc}", True
+        except Exception as exc:
+            text, is_error = f"Error: {type(exc).__name__}: {exc}", True
+        return tool_result_message(call, text, is_error)
+
+    def _result_text(self, call: ToolCall) -> str:
+        if call.name == LOAD_TOOLS and LOAD_TOOLS not in self.offered.tools:
+            return self._load_tools(call)
+        tool = self.offered.tools.get(call.name)
+        if tool is None:
+            raise Refusal(self.offered.refusal(call.name))
+        if call.arguments_error is not None:
+            raise ToolArgumentError(f"tool {call.name!r}: {call.arguments_error}; send a JSON object "
+                                    f"matching the tool's parameters", tool=call.name)
+        options = tool.options
+        self._check_approval(tool, call.arguments)
+        if options.check_fn is not None and not _call_gate(options.check_fn, call.arguments):
+            raise Refusal(f"tool {call.name!r} is blocked right now: its check_fn said no to this call")
+        arguments = tool.validate(call.arguments)
+        key = ResultCache.key(call.name, call.arguments) if options.cache else None
+        if key is not None:
+            cached = self.cache.get(key)
+            if cached is not None:
+                return cached
+        value = self._invoke_with_timeout(tool, arguments) if options.timeout else _invoke(tool, arguments)
+        text = to_text(value)
+        saved = None
+        if options.persist_full and len(text) > options.max_result_chars:
+            saved = persist_result(results_dir(self.runtime), call.name, text)
+        text = shape_result(text, options.max_result_chars, options.head_ratio, saved)
+        if key is not None:
+            self.cache.put(key, text, options.cache_ttl)
+        return text
+
+    def _check_approval(self, tool, arguments: dict) -> None:
+        rule = tool.options.requires_approval
+        if not rule:
+            return
+        needed = _call_gate(rule, arguments) if callable(rule) else True
+        if not needed:
+            return
+        if self.unattended or self.approver is None:
+            raise Refusal(f"tool {tool.tool_name!r} requires approval, and this run is unattended "
+                          f"(no one can approve it); do the work another way")
+        if not self.approver(tool.tool_name, arguments):
+            raise Refusal(f"approval to run tool {tool.tool_name!r} was denied")
+
+    def _invoke_with_timeout(self, tool, arguments: dict):
+        timeout = tool.options.timeout
+        recorder = _current_recorder.get()
+        watcher = None
+        if recorder is not None:
+            watcher = TimeoutAwareRecorder(recorder, _current_frame.get())
+
+        def run_with_deadline():
+            _tool_deadline.set((time.monotonic() + timeout, tool.tool_name))
+            if watcher is not None:
+                _current_recorder.set(watcher)
+            return _invoke(tool, arguments)
+
+        try:
+            return interrupt.wait(interrupt.spawn(run_with_deadline), timeout=timeout)
+        except interrupt.WaitTimedOut:
+            error = ToolTimeoutError(f"tool {tool.tool_name!r} timed out after {timeout:g}s and was abandoned")
+            if watcher is not None:
+                watcher.abandon(error)
+            raise error from None
+
+    def _load_tools(self, call: ToolCall) -> str:
+        names = call.arguments.get("names") if isinstance(call.arguments, dict) else None
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ToolArgumentError(f"argument 'names' of tool {LOAD_TOOLS!r}: expected a list of tool names",
+                                    tool=LOAD_TOOLS, param="names")
+        deferred = set(self.offered.deferred())
+        loaded = [n for n in names if n in deferred or n in self.offered.loaded]
+        self.offered.loaded.update(loaded)
+        unknown = [n for n in names if n not in loaded]
+        text = f"Loaded: {', '.join(loaded) or 'nothing'}. They are in your tool list from the next turn."
+        if unknown:
+            text += f" Not deferred tools here: {', '.join(unknown)}."
+        return text
+
+
+def _invoke(tool, arguments: dict) -> Any:
+    """Call the tool; an async tool runs on its own event loop (in a thread if this one has a loop)."""
+    if not tool.is_async:
+        return tool(**arguments)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(tool(**arguments))
+    return interrupt.wait(interrupt.spawn(lambda: asyncio.run(tool(**arguments))))

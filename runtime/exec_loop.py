@@ -1,0 +1,76 @@
+"""The inner agent loop behind `Runtime.exec`: ask the model, run its tool calls, repeat, answer."""
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+from .context import _current_frame
+from .dispatch import Dispatcher
+from .messages import ModelRequest
+from .model_call import call_model, user_turn
+from .policy import OfferedTools, resolve_offered_tools
+
+TOOL_CHOICES = ("auto", "none", "required")
+
+
+class ExecTimeout(TimeoutError):
+    """`Runtime.exec` ran past its `timeout_s`."""
+
+
+def check_tool_choice(tool_choice, offered: OfferedTools) -> None:
+    if tool_choice in TOOL_CHOICES:
+        return
+    if not isinstance(tool_choice, str):
+        raise TypeError(f"tool_choice must be 'auto', 'none', 'required' or a tool name, got {tool_choice!r}")
+    if tool_choice not in offered.tools:
+        raise ValueError(f"tool_choice={tool_choice!r} forces a tool this exec does not offer "
+                         f"({offered.refusal(tool_choice)})")
+
+
+def run_exec(runtime, content, *, tools=None, toolset=None, tools_allow=None, tools_deny=None,
+             tool_choice="auto", max_iterations: int = 20, timeout_s: Optional[float] = None,
+             model: Optional[str] = None) -> str:
+    from .function import _current_tool_policy
+    if not isinstance(max_iterations, int) or isinstance(max_iterations, bool) or max_iterations < 1:
+        raise ValueError(f"max_iterations must be a positive integer, got {max_iterations!r}")
+    if timeout_s is not None and (not isinstance(timeout_s, (int, float)) or timeout_s <= 0):
+        raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
+    frame = _current_frame.get()
+    provider, model_name = runtime.provider_for(model)
+    offered = resolve_offered_tools(runtime, tools=tools, toolset=toolset, tools_allow=tools_allow,
+                                    tools_deny=tools_deny, policy=_current_tool_policy.get())
+    check_tool_choice(tool_choice, offered)
+    dispatcher = Dispatcher(runtime, offered)
+    deadline = time.monotonic() + timeout_s if timeout_s is not None else None
+    system = runtime.system or ""
+    messages = [user_turn(content, frame)]
+    reply_text = ""
+    for _ in range(max_iterations):
+        remaining = None
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ExecTimeout(f"runtime.exec ran past timeout_s={timeout_s:g}")
+        specs = offered.specs()
+        request = ModelRequest(system=system, messages=list(messages), tools=specs,
+                               tool_choice=tool_choice if specs else "none", model=model_name,
+                               timeout_s=remaining)
+        reply = call_model(provider, request, frame)
+        messages.append(reply.as_message())
+        reply_text = reply.text
+        if not reply.tool_calls:
+            return reply.text
+        messages.extend(dispatcher.run(reply.tool_calls))
+        if tool_choice not in ("auto", "none"):
+            tool_choice = "auto"  # a forced call is forced once; then the model may answer
+    note = f"[runtime.exec stopped after max_iterations={max_iterations} model calls without a final answer]"
+    return f"{reply_text}\n\n{note}" if reply_text else note
+
+
+def run_llm(runtime, content, *, model: Optional[str] = None, timeout_s: Optional[float] = None) -> str:
+    """One model call with no tools: the reply's text."""
+    frame = _current_frame.get()
+    provider, model_name = runtime.provider_for(model)
+    request = ModelRequest(system=runtime.system or "", messages=[user_turn(content, frame)], tools=[],
+                           tool_choice="none", model=model_name, timeout_s=timeout_s)
+    return call_model(provider, request, frame).text

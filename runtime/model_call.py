@@ -1,0 +1,120 @@
+"""One model call made inside the call chain: hooks, budget, situational prompt, recording.
+
+Every model call, from `llm()` or from a turn of `Runtime.exec`, goes through `call_model`:
+
+1. the pre-invocation hooks run with a `ModelCall` event (a stop raises CancelledError here), and
+   again every few milliseconds while the call is in flight, so a stop abandons a slow request;
+2. an active delegation budget reserves the call (`runtime.budget.reserve_llm_call`), committing the
+   tokens used afterwards or releasing the reservation on failure;
+3. the recorder (if any, and the frame not hidden) gets `llm_started` / `llm_finished` around it.
+
+`user_turn` builds the user turn: the situational prompt naming the innermost running agentic function
+first, then the recorder's rendered context, then the caller's content. The system prompt is never
+touched here, so it is byte-identical at every nesting level of a run.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from . import hooks as _hooks
+from .context import Frame, _current_budget, _current_recorder
+from .dispatch import _tool_deadline, check_tool_deadline
+from .errors import CancelledError
+from .messages import ModelReply, ModelRequest, normalize_content, text_block
+
+
+class ModelCall:
+    """The hook event for a model call. `in_flight` is True for the repeated checks made while the
+    request is waiting on the provider (a hook counting calls should skip those)."""
+
+    __slots__ = ("frame", "request", "in_flight")
+    kind = "model_call"
+
+    def __init__(self, frame: Optional[Frame], request: ModelRequest):
+        self.frame = frame
+        self.request = request
+        self.in_flight = False
+
+    @property
+    def name(self) -> Optional[str]:
+        return self.frame.name if self.frame is not None else None
+
+    def __repr__(self) -> str:
+        return f"<ModelCall in {self.name or 'no function'} model={self.request.model!r}>"
+
+
+def situational_block(frame: Optional[Frame]) -> Optional[dict]:
+    """The situational prompt for a model call made in `frame`, or None outside agentic functions."""
+    innermost = frame.innermost_agentic() if frame is not None else None
+    if innermost is None:
+        return None
+    from .runtime import _situational_prefix
+    path = []
+    current: Optional[Frame] = innermost
+    while current is not None:
+        if current.tool.agentic:
+            path.append(current.name)
+        current = current.parent
+    path.reverse()
+    return text_block(_situational_prefix(innermost.name, innermost.doc, call_path=path), "situational")
+
+
+def user_turn(content, frame: Optional[Frame]) -> dict:
+    blocks = normalize_content(content)
+    leading = []
+    situational = situational_block(frame)
+    if situational is not None:
+        leading.append(situational)
+    recorder = _current_recorder.get()
+    if recorder is not None and frame is not None and not frame.hidden:
+        rendered = recorder.render_context(frame)
+        if rendered:
+            leading.append(text_block(rendered, "context"))
+    return {"role": "user", "content": leading + blocks}
+
+
+def _status_of(exc: BaseException) -> str:
+    return "cancelled" if isinstance(exc, (CancelledError, KeyboardInterrupt)) else "error"
+
+
+def call_model(provider, request: ModelRequest, frame: Optional[Frame]) -> ModelReply:
+    event = ModelCall(frame, request)
+    if _hooks._hooks:
+        _hooks.run_pre_invocation_hooks(event)
+    check_tool_deadline()
+    check = _in_flight_check(event)
+    reservation = None
+    if _current_budget.get() is not None:
+        from .budget import reserve_llm_call
+        reservation = reserve_llm_call(frame)
+    recorder = _current_recorder.get()
+    if recorder is not None and frame is not None and frame.hidden:
+        recorder = None
+    handle = None
+    try:
+        if recorder is not None:
+            handle = recorder.llm_started(frame, request.for_record())
+        reply = provider.complete(request, check)
+    except BaseException as exc:
+        if reservation is not None:
+            reservation.release()
+        if recorder is not None:
+            recorder.llm_finished(handle, _status_of(exc), None, None, exc)
+        raise
+    if reservation is not None:
+        reservation.commit(reply.total_tokens)
+    if recorder is not None:
+        recorder.llm_finished(handle, "completed", reply.as_dict(), dict(reply.usage), None)
+    return reply
+
+
+def _in_flight_check(event: ModelCall):
+    """What to run while a request is in flight; None (a plain blocking call) when nothing can stop it."""
+    if not _hooks._hooks and _tool_deadline.get() is None:
+        return None
+
+    def check() -> None:
+        event.in_flight = True
+        _hooks.run_pre_invocation_hooks(event)
+        check_tool_deadline()
+    return check

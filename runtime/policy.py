@@ -1,0 +1,155 @@
+"""Which tools one `Runtime.exec` offers the model, and why each of the others is not offered.
+
+Order of resolution:
+1. The candidates: `tools=[...]` exactly; else `toolset=`; else the policy's "toolset"; else
+   DEFAULT_TOOLSET ("full": every registered tool, the running agentic function included).
+2. `tools_allow` and the policy's "allow" keep only the names they list (both: the intersection).
+3. `tools_deny`, the policy's "deny" and, in unattended mode, the unattended deny list (configured
+   names plus every tool that always requires approval) remove names. Nothing here adds the running
+   function's own name: the situational prompt tells the model not to call it.
+4. A tool whose `requires_env` is unset, whose `can_use()` is falsy, or whose `unsafe_in` lists the
+   current source is not offered.
+
+Every registered tool left out gets a reason, so a model that calls it anyway gets a clear refusal.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional
+
+from .registry import registry
+
+LOAD_TOOLS = "load_tools"
+
+
+@dataclass
+class OfferedTools:
+    """The outcome of resolution. Deferred tools are callable but ship only their name until loaded."""
+
+    tools: dict = field(default_factory=dict)
+    refused: dict = field(default_factory=dict)
+    loaded: set = field(default_factory=set)
+
+    def specs(self) -> list[dict]:
+        specs = [t.spec for name, t in self.tools.items() if not t.options.defer or name in self.loaded]
+        waiting = self.deferred()
+        if waiting and LOAD_TOOLS not in self.tools:
+            specs.append(load_tools_spec({name: self.tools[name] for name in waiting}))
+        return specs
+
+    def deferred(self) -> list[str]:
+        return [name for name, t in self.tools.items() if t.options.defer and name not in self.loaded]
+
+    def refusal(self, name: str) -> str:
+        """Why `name` may not be called in this exec."""
+        reason = self.refused.get(name)
+        if reason is not None:
+            return f"tool {name!r} is not available here: {reason}"
+        offered = ", ".join(self.tools) or "none"
+        return f"there is no tool named {name!r}; the tools you may call are: {offered}"
+
+
+def load_tools_spec(deferred: dict) -> dict:
+    listing = "; ".join(f"{name}: {(tool.description or '').splitlines()[0][:120] if tool.description else ''}"
+                        for name, tool in deferred.items())
+    return {"name": LOAD_TOOLS,
+            "description": "Load the full schema of deferred tools so you can call them. Deferred tools: " + listing,
+            "parameters": {"type": "object", "additionalProperties": False, "required": ["names"],
+                           "properties": {"names": {"type": "array", "items": {"type": "string"},
+                                                    "description": "names of the tools to load"}}}}
+
+
+def _as_names(value: Any, field_name: str) -> Optional[set]:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, Iterable):
+        names = list(value)
+        if all(isinstance(n, str) for n in names):
+            return set(names)
+    raise TypeError(f"{field_name} must be a list of tool names, got {value!r}")
+
+
+def _candidates(tools: Optional[list], toolset: Any) -> list:
+    if tools is not None:
+        found = []
+        for item in tools:
+            if isinstance(item, str):
+                found.append(registry[item])  # KeyError names the known tools
+            elif hasattr(item, "spec") and hasattr(item, "tool_name"):
+                found.append(item)
+            else:
+                raise TypeError(f"tools= takes decorated functions or registered tool names, got {item!r}")
+        return found
+    names = [toolset] if isinstance(toolset, str) else list(toolset)
+    seen: dict = {}
+    for name in names:
+        for tool in registry.toolset(name):
+            seen.setdefault(tool.tool_name, tool)
+    return list(seen.values())
+
+
+def unattended_deny(runtime) -> set:
+    configured = set(getattr(runtime, "unattended_deny", ()) or ())
+    if not getattr(runtime, "unattended", False):
+        return set()
+    return configured | {t.tool_name for t in registry.all() if t.options.requires_approval is True}
+
+
+def resolve_offered_tools(runtime, *, tools=None, toolset=None, tools_allow=None, tools_deny=None,
+                          policy: Optional[dict] = None) -> OfferedTools:
+    from .runtime import DEFAULT_TOOLSET
+    policy = policy or {}
+    chosen_toolset = toolset if toolset is not None else policy.get("toolset") or DEFAULT_TOOLSET
+    candidates = _candidates(tools, chosen_toolset)
+    allow = _as_names(tools_allow, "tools_allow")
+    policy_allow = _as_names(policy.get("allow"), "policy 'allow'")
+    if allow is not None and policy_allow is not None:
+        allow &= policy_allow
+    elif policy_allow is not None:
+        allow = policy_allow
+    deny_reasons = {name: "denied by tools_deny" for name in _as_names(tools_deny, "tools_deny") or ()}
+    deny_reasons.update({name: "denied by the tool policy" for name in _as_names(policy.get("deny"), "policy 'deny'") or ()})
+    deny_reasons.update({name: "not allowed in unattended mode (no one is here to approve it)"
+                         for name in unattended_deny(runtime)})
+    source = policy.get("source") or getattr(runtime, "source", None)
+
+    offered = OfferedTools()
+    candidate_names = set()
+    for tool in candidates:
+        name = tool.tool_name
+        candidate_names.add(name)
+        reason = _unavailable(tool, allow, deny_reasons, source)
+        if reason is None:
+            offered.tools[name] = tool
+        else:
+            offered.refused[name] = reason
+    for tool in registry.all():
+        if tool.tool_name not in candidate_names:
+            offered.refused.setdefault(tool.tool_name, "not in this call's tools or toolset")
+    return offered
+
+
+def _unavailable(tool, allow: Optional[set], deny_reasons: dict, source: Optional[str]) -> Optional[str]:
+    """Why `tool` is not offered, or None when it is."""
+    name = tool.tool_name
+    if allow is not None and name not in allow:
+        return "not in the allowed tools"
+    if name in deny_reasons:
+        return deny_reasons[name]
+    options = tool.options
+    missing = [var for var in options.requires_env if not os.environ.get(var)]
+    if missing:
+        return f"needs environment variable(s) {', '.join(missing)}"
+    if source is not None and source in options.unsafe_in:
+        return f"unsafe when the source is {source!r}"
+    if options.can_use is not None:
+        try:
+            usable = options.can_use()
+        except Exception as exc:  # a broken predicate hides its tool rather than breaking the run
+            return f"can_use raised {type(exc).__name__}: {exc}"
+        if not usable:
+            return "its can_use() check says it cannot be used now"
+    return None

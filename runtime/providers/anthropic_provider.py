@@ -1,0 +1,88 @@
+"""Anthropic messages with tools, through the official `anthropic` SDK."""
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+from ..messages import ModelReply, ModelRequest, parse_arguments
+from .sdk import SDKProvider
+
+DEFAULT_MAX_TOKENS = 4096
+
+
+class AnthropicProvider(SDKProvider):
+    name = "anthropic"
+    default_model = "claude-sonnet-4-5"
+    api_key_env = "ANTHROPIC_API_KEY"
+    base_url_env = "ANTHROPIC_BASE_URL"
+
+    def __init__(self, model: Optional[str] = None, *, max_tokens: Optional[int] = None, **kwargs):
+        super().__init__(model, **kwargs)
+        self.max_tokens = max_tokens or int(os.environ.get("OPENPROGRAM_MAX_TOKENS", DEFAULT_MAX_TOKENS))
+
+    def make_client(self, timeout_s: float) -> Any:
+        import anthropic
+        return anthropic.Anthropic(api_key=self.api_key, base_url=self.base_url, timeout=timeout_s, max_retries=0)
+
+    def sdk_errors(self):
+        import anthropic
+        return anthropic.APIStatusError, anthropic.APITimeoutError, anthropic.APIConnectionError
+
+    def send(self, client: Any, request: ModelRequest, model: str) -> Any:
+        kwargs: dict = {"model": model, "max_tokens": self.max_tokens, "messages": to_anthropic_messages(request)}
+        if request.system:
+            kwargs["system"] = request.system
+        if request.tools:
+            kwargs["tools"] = [{"name": t["name"], "description": t.get("description") or "",
+                                "input_schema": t.get("parameters") or {"type": "object", "properties": {}}}
+                               for t in request.tools]
+            kwargs["tool_choice"] = anthropic_tool_choice(request.tool_choice)
+        return client.messages.create(**kwargs)
+
+    def parse(self, response: Any) -> ModelReply:
+        texts, calls = [], []
+        for block in response.content:
+            if block.type == "text":
+                texts.append(block.text)
+            elif block.type == "tool_use":
+                calls.append(parse_arguments(block.id, block.name, block.input))
+        usage = getattr(response, "usage", None)
+        return ModelReply(text="".join(texts), tool_calls=calls,
+                          usage={"input_tokens": getattr(usage, "input_tokens", 0) or 0,
+                                 "output_tokens": getattr(usage, "output_tokens", 0) or 0})
+
+
+def anthropic_tool_choice(choice: Any) -> dict:
+    named = {"auto": {"type": "auto"}, "none": {"type": "none"}, "required": {"type": "any"}}
+    return named.get(choice) or {"type": "tool", "name": choice}
+
+
+def _blocks(content: Any) -> list[dict]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [{"type": "text", "text": b["text"]} if b.get("type") == "text" else
+            {k: v for k, v in b.items() if k != "source"} for b in content]
+
+
+def to_anthropic_messages(request: ModelRequest) -> list[dict]:
+    """Tool results go back as one user turn of tool_result blocks, as the protocol requires."""
+    messages: list[dict] = []
+    for message in request.messages:
+        role = message["role"]
+        if role == "user":
+            messages.append({"role": "user", "content": _blocks(message["content"])})
+        elif role == "assistant":
+            content = [{"type": "text", "text": message["content"]}] if message.get("content") else []
+            content += [{"type": "tool_use", "id": c["id"], "name": c["name"],
+                         "input": c["arguments"] if isinstance(c["arguments"], dict) else {}}
+                        for c in message.get("tool_calls") or ()]
+            messages.append({"role": "assistant", "content": content})
+        elif role == "tool":
+            block = {"type": "tool_result", "tool_use_id": message["tool_call_id"],
+                     "content": message["content"], "is_error": bool(message.get("is_error"))}
+            if messages and messages[-1]["role"] == "user" and messages[-1]["content"] and \
+                    messages[-1]["content"][-1].get("type") == "tool_result":
+                messages[-1]["content"].append(block)
+            else:
+                messages.append({"role": "user", "content": [block]})
+    return messages

@@ -1,0 +1,100 @@
+"""What the OpenAI and Anthropic providers share: retries, timeouts, and abandoning a call on stop.
+
+Each attempt gets its own SDK client, sent from a daemon thread while the caller waits in short
+slices, running `check` (the pre-invocation hooks: the stop button) between them. A stop closes that
+attempt's client, which drops its connection, and the caller is released at once; sibling calls made in
+parallel through the same provider keep their own connections. The SDK's own retries are off
+(`max_retries=0`): `runtime.retry` does them, with bounds the runtime controls.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Optional
+
+from .. import interrupt
+from ..messages import ModelReply, ModelRequest
+from ..retry import ProviderError, RetryPolicy, call_with_retries, is_retryable_status
+from .base import Provider
+
+DEFAULT_TIMEOUT_S = 120.0
+
+
+class SDKProvider(Provider):
+    """Base for providers built on an official SDK. Subclasses fill in the four hooks below."""
+
+    supports_cancel = True
+    api_key_env = ""
+    base_url_env = ""
+
+    def __init__(self, model: Optional[str] = None, *, api_key: Optional[str] = None,
+                 base_url: Optional[str] = None, timeout_s: Optional[float] = None,
+                 retry: Optional[RetryPolicy] = None):
+        super().__init__(model)
+        self.api_key = api_key or os.environ.get(self.api_key_env) or None
+        self.base_url = base_url or os.environ.get(self.base_url_env) or None
+        self.timeout_s = timeout_s or float(os.environ.get("OPENPROGRAM_MODEL_TIMEOUT_S", DEFAULT_TIMEOUT_S))
+        self.retry = retry or RetryPolicy.from_env()
+
+    # -- what a subclass provides -------------------------------------------------------------
+
+    def make_client(self, timeout_s: float) -> Any:
+        """A new SDK client with max_retries=0 and the given request timeout."""
+        raise NotImplementedError
+
+    def send(self, client: Any, request: ModelRequest, model: str) -> Any:
+        """Make the SDK call; return the SDK's response object."""
+        raise NotImplementedError
+
+    def parse(self, response: Any) -> ModelReply:
+        raise NotImplementedError
+
+    def sdk_errors(self) -> tuple[type, type, type]:
+        """The SDK's (APIStatusError, APITimeoutError, APIConnectionError) classes."""
+        raise NotImplementedError
+
+    # -- the shared machinery -----------------------------------------------------------------
+
+    def complete(self, request: ModelRequest, check: Optional[Callable[[], None]] = None) -> ModelReply:
+        model = request.model or self.model
+        if not model:
+            raise ValueError(f"no model name for the {self.name} provider; set OPENPROGRAM_MODEL="
+                             f"'{self.name}:<model>' or pass model='{self.name}:<model>'")
+        timeout_s = self.timeout_s if request.timeout_s is None else max(0.001, min(self.timeout_s, request.timeout_s))
+        return call_with_retries(lambda: self._attempt(request, model, timeout_s, check), self.retry, check)
+
+    def _attempt(self, request: ModelRequest, model: str, timeout_s: float,
+                 check: Optional[Callable[[], None]]) -> ModelReply:
+        client = self.make_client(timeout_s)
+        try:
+            if check is None:
+                response = self._send_classified(client, request, model, timeout_s)
+            else:
+                future = interrupt.spawn(self._send_classified, client, request, model, timeout_s)
+                response = interrupt.wait(future, check=check, on_abandon=client.close)
+            return self.parse(response)
+        finally:
+            client.close()
+
+    def _send_classified(self, client: Any, request: ModelRequest, model: str, timeout_s: float) -> Any:
+        """The SDK call, its failures turned into ProviderError marked retryable or not."""
+        status_error, timeout_error, connection_error = self.sdk_errors()
+        try:
+            return self.send(client, request, model)
+        except status_error as exc:
+            status = getattr(exc, "status_code", None)
+            raise ProviderError(self.name, _error_message(exc), status=status,
+                                retryable=is_retryable_status(status)) from exc
+        except timeout_error as exc:
+            raise ProviderError(self.name, f"request timed out after {timeout_s:g}s", retryable=True) from exc
+        except connection_error as exc:
+            raise ProviderError(self.name, f"connection failed: {exc}", retryable=True) from exc
+
+
+def _error_message(exc: Exception) -> str:
+    """The server's own error message when the body has one, else the SDK's text."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return error["message"]
+    return getattr(exc, "message", None) or str(exc)

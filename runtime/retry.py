@@ -1,0 +1,78 @@
+"""Retrying a model call: exponential backoff on transient failures, bounded in count and in time.
+
+Transient means HTTP 429, 5xx, a timeout or a dropped connection; a 4xx other than 429 is the
+caller's mistake and is never retried. The backoff sleep is interruptible, so a stop pressed while a
+call waits to be retried ends it at once.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from . import interrupt
+
+
+class ProviderError(RuntimeError):
+    """A model call failed for good. Names the provider, the HTTP status (if any) and the message."""
+
+    def __init__(self, provider: str, message: str, *, status: Optional[int] = None,
+                 attempts: int = 1, retryable: bool = False):
+        where = f"HTTP {status}" if status is not None else "no response"
+        tries = f" (after {attempts} attempts)" if attempts > 1 else ""
+        super().__init__(f"{provider} model call failed{tries}: {where}: {message}")
+        self.provider = provider
+        self.status = status
+        self.detail = message
+        self.attempts = attempts
+        self.retryable = retryable
+
+
+def is_retryable_status(status: Optional[int]) -> bool:
+    """429 and 5xx are worth another try; no status means the request never got an answer."""
+    return status is None or status == 429 or status >= 500
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """`max_retries` retries after the first attempt; delays grow from `base_delay_s` by `factor`,
+    capped at `max_delay_s`; no retry starts after `max_total_s` seconds since the first attempt."""
+
+    max_retries: int = 3
+    base_delay_s: float = 0.5
+    factor: float = 2.0
+    max_delay_s: float = 8.0
+    max_total_s: float = 60.0
+
+    @classmethod
+    def from_env(cls) -> "RetryPolicy":
+        return cls(max_retries=int(os.environ.get("OPENPROGRAM_MODEL_RETRIES", "3")),
+                   max_total_s=float(os.environ.get("OPENPROGRAM_MODEL_RETRY_TOTAL_S", "60")))
+
+    def delay(self, retry_index: int) -> float:
+        return min(self.max_delay_s, self.base_delay_s * self.factor ** retry_index)
+
+
+def call_with_retries(attempt: Callable[[], object], policy: RetryPolicy,
+                      check: Optional[Callable[[], None]] = None):
+    """Run `attempt()` until it succeeds, raises a non-retryable ProviderError, or the policy runs out.
+
+    `attempt` raises ProviderError (with `retryable` set) for failures it understands; the final error
+    carries the number of attempts made.
+    """
+    started = time.monotonic()
+    retries = 0
+    while True:
+        try:
+            return attempt()
+        except ProviderError as exc:
+            delay = policy.delay(retries)
+            out_of_time = time.monotonic() - started + delay > policy.max_total_s
+            if not exc.retryable or retries >= policy.max_retries or out_of_time:
+                if retries:
+                    raise ProviderError(exc.provider, exc.detail, status=exc.status, attempts=retries + 1,
+                                        retryable=exc.retryable) from exc
+                raise
+        retries += 1
+        interrupt.sleep(delay, check)
