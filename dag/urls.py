@@ -1,8 +1,11 @@
 """Page routes of the web app."""
 from django.urls import path
 
-from . import views
+from . import live_views, views
 
 urlpatterns = [
     path("", views.function_list, name="function-list"),
+    path("functions/<str:name>/", views.function_form, name="function-form"),
+    path("sessions/", live_views.session_list, name="session-list"),
+    path("sessions/<uuid:session_id>/", live_views.session_detail, name="session-detail"),
 ]

@@ -1,2 +1,30 @@
-"""REST API routes."""
-urlpatterns: list = []
+"""REST API routes, the OpenAPI schema and its docs page (all behind login like the rest of the API)."""
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import JSONRenderer
+from rest_framework.routers import SimpleRouter
+
+from .views import FunctionViewSet, SessionViewSet
+
+router = SimpleRouter()
+router.register("functions", FunctionViewSet, basename="function")
+router.register("sessions", SessionViewSet, basename="session")
+
+# drf-spectacular serves its views to anyone by default; here they need a login like everything else.
+_private = {"permission_classes": [IsAuthenticated]}
+
+
+class TokenView(ObtainAuthToken):
+    """Exchange a username and password for an API token (send it as `Authorization: Token <key>`)."""
+
+    renderer_classes = [JSONRenderer]
+
+
+urlpatterns = router.urls + [
+    path("token/", TokenView.as_view(), name="api-token"),
+    path("schema/", SpectacularAPIView.as_view(**_private), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="schema", **_private), name="api-docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="schema", **_private), name="api-redoc"),
+]

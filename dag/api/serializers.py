@@ -1,0 +1,93 @@
+"""Request and response shapes of the REST API.
+
+Responses are the models' own `as_dict()` (one JSON shape for the API, the websocket stream and exports);
+the serializers declare those shapes so the OpenAPI schema documents them.
+"""
+from __future__ import annotations
+
+from rest_framework import serializers
+
+
+class FunctionSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="The function's name, used to launch it.")
+    label = serializers.CharField()
+    description = serializers.CharField(help_text="The function's docstring.")
+    spec = serializers.JSONField(help_text='The tool spec: {"name", "description", "parameters"} '
+                                           '(JSON schema; hidden parameters are absent).')
+
+    def to_representation(self, entry):
+        return entry.as_dict()
+
+
+class AsDictSerializer(serializers.Serializer):
+    """Read-only: the instance's `as_dict()`."""
+
+    def to_representation(self, instance):
+        return instance.as_dict()
+
+
+class SessionSerializer(AsDictSerializer):
+    id = serializers.UUIDField()
+    function = serializers.CharField()
+    args = serializers.JSONField()
+    status = serializers.ChoiceField(choices=["queued", "running", "completed", "error", "cancelled",
+                                              "interrupted"])
+    result = serializers.JSONField(allow_null=True)
+    error = serializers.CharField(allow_blank=True)
+    cancel_requested = serializers.BooleanField()
+    budget = serializers.JSONField(allow_null=True)
+    budget_spend = serializers.JSONField(allow_null=True)
+    model = serializers.CharField(allow_blank=True)
+    rev = serializers.IntegerField(help_text="The session's revision: bumped by every change to it or its nodes.")
+    node_count = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class NodeSerializer(AsDictSerializer):
+    id = serializers.IntegerField()
+    seq = serializers.IntegerField(help_text="Position in the session, gap-free, in creation order.")
+    parent = serializers.IntegerField(allow_null=True, help_text="The id of the calling node.")
+    kind = serializers.ChoiceField(choices=["code", "llm"])
+    name = serializers.CharField()
+    status = serializers.ChoiceField(choices=["running", "completed", "error", "cancelled", "refused",
+                                              "interrupted"])
+    depth = serializers.IntegerField()
+    name_depth = serializers.IntegerField(help_text="The recursion guard's per-name counter for this call.")
+    expose = serializers.CharField()
+    render_range = serializers.JSONField(allow_null=True)
+    doc = serializers.CharField(allow_blank=True)
+    input = serializers.JSONField(allow_null=True)
+    output = serializers.JSONField(allow_null=True)
+    error = serializers.CharField(allow_blank=True)
+    model = serializers.CharField(allow_blank=True)
+    usage = serializers.JSONField(allow_null=True)
+    rev = serializers.IntegerField(help_text="The session revision of this node's last change.")
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    duration_ms = serializers.IntegerField(allow_null=True)
+
+
+class ExportSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    session = SessionSerializer()
+    nodes = NodeSerializer(many=True)
+
+
+class LaunchSerializer(serializers.Serializer):
+    """Checks only the request's shape; the arguments are checked against the function's own schema."""
+
+    function = serializers.CharField(max_length=200)
+    args = serializers.JSONField(required=False, default=dict,
+                                 help_text="Arguments by parameter name, as the function's spec describes.")
+
+
+class LaunchErrorSerializer(serializers.Serializer):
+    function = serializers.ListField(child=serializers.CharField(), required=False)
+    args = serializers.JSONField(required=False, help_text='{"param": ["message", ...]} or ["message"] '
+                                                           'when the arguments as a whole are wrong.')
+
+
+class SinceRevErrorSerializer(serializers.Serializer):
+    since_rev = serializers.ListField(child=serializers.CharField())

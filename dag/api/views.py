@@ -1,0 +1,87 @@
+"""REST API views: the function catalog, launching and reading sessions, and stopping them.
+
+Every query is scoped to the caller's own sessions, so another user's session is simply not found (404).
+"""
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from .. import catalog, runs
+from ..export import export_session
+from ..launch import LaunchRejected, launch
+from ..models import Session
+from .serializers import (ExportSerializer, FunctionSerializer, LaunchErrorSerializer, LaunchSerializer,
+                          NodeSerializer, SessionSerializer, SinceRevErrorSerializer)
+
+
+class FunctionViewSet(viewsets.ViewSet):
+    """The functions that can be launched (from OPENPROGRAM_FUNCTION_MODULES)."""
+
+    lookup_field = "name"
+    lookup_value_regex = r"[^/]+"
+    serializer_class = FunctionSerializer
+
+    @extend_schema(responses=FunctionSerializer(many=True))
+    def list(self, request):
+        return Response(FunctionSerializer(catalog.entries(), many=True).data)
+
+    @extend_schema(responses=FunctionSerializer)
+    def retrieve(self, request, name: str):
+        try:
+            entry = catalog.get(name)
+        except catalog.UnknownFunction as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
+        return Response(FunctionSerializer(entry).data)
+
+
+class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Runs of functions: launch one, list yours, read one and its nodes, export it, stop it."""
+
+    serializer_class = SessionSerializer
+    lookup_value_regex = r"[0-9a-fA-F-]{32,36}"
+
+    def get_queryset(self):
+        return Session.objects.filter(owner=self.request.user).order_by("-created_at")
+
+    @extend_schema(request=LaunchSerializer, responses={201: SessionSerializer, 400: LaunchErrorSerializer})
+    def create(self, request):
+        shape = LaunchSerializer(data=request.data)
+        shape.is_valid(raise_exception=True)
+        try:
+            session = launch(request.user, shape.validated_data["function"], shape.validated_data["args"])
+        except LaunchRejected as exc:
+            return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
+        return Response(session.as_dict(), status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("since_rev", int, description="Only nodes changed after this session "
+                                     "revision (default 0: every node).")],
+        responses={200: NodeSerializer(many=True), 400: SinceRevErrorSerializer})
+    @action(detail=True, methods=["get"], pagination_class=None)
+    def nodes(self, request, pk=None):
+        session = self.get_object()
+        raw = request.query_params.get("since_rev", "0")
+        try:
+            since_rev = int(raw)
+            if since_rev < 0:
+                raise ValueError
+        except ValueError:
+            return Response({"since_rev": [f"must be a whole number of 0 or more, got {raw!r}"]},
+                            status=status.HTTP_400_BAD_REQUEST)
+        nodes = session.nodes.filter(rev__gt=since_rev).order_by("seq")
+        return Response([node.as_dict() for node in nodes])
+
+    @extend_schema(responses=ExportSerializer)
+    @action(detail=True, methods=["get"], pagination_class=None)
+    def export(self, request, pk=None):
+        return Response(export_session(self.get_object()))
+
+    @extend_schema(request=None, responses=SessionSerializer)
+    @action(detail=True, methods=["post"])
+    def stop(self, request, pk=None):
+        session = self.get_object()
+        return Response(runs.request_stop(session.pk).as_dict())
+

@@ -1,0 +1,72 @@
+"""Launching a function: check its arguments against its schema, create the session, hand it to the executor.
+
+The form, the API and the CLI all launch through here, so a launch is validated one way whichever door
+it came through: by `runtime.spec.argument_errors` against the same `spec` a model sees.
+"""
+from __future__ import annotations
+
+import json
+
+from django.conf import settings
+
+from runtime.spec import argument_errors
+
+from . import catalog
+from .models import Session
+
+NON_FIELD = "__all__"
+
+
+class LaunchRejected(ValueError):
+    """The launch request was wrong. `errors` is {"function": [msg]} or {"args": {param: [msg]} | [msg]}."""
+
+    def __init__(self, errors: dict):
+        self.errors = errors
+        super().__init__(json.dumps(errors))
+
+
+def size_problem(args) -> str | None:
+    """Why `args` are too large to accept, or None. Limits what a run, a page and the DB must carry."""
+    limit = settings.OPENPROGRAM_MAX_ARGS_BYTES
+    try:
+        size = len(json.dumps(args, ensure_ascii=False).encode())
+    except (TypeError, ValueError):
+        return "arguments must be plain JSON values"
+    if size > limit:
+        return (f"arguments are {size} bytes of JSON; the limit is {limit} bytes "
+                f"(setting OPENPROGRAM_MAX_ARGS_BYTES)")
+    return None
+
+
+def argument_problems(tool, args) -> dict[str, list[str]]:
+    """Every problem with `args` for `tool`, by parameter name ("__all__" for the whole)."""
+    problems = argument_errors(tool.spec["parameters"], args)
+    if not problems:
+        too_large = size_problem(args)
+        if too_large:
+            problems = {NON_FIELD: [too_large]}
+    return problems
+
+
+def create_session(owner, function: str, args) -> Session:
+    """A queued session for `function(**args)` owned by `owner`, or LaunchRejected saying what is wrong."""
+    if not isinstance(function, str) or not function:
+        raise LaunchRejected({"function": ["give the name of a function to run"]})
+    try:
+        entry = catalog.get(function)
+    except catalog.UnknownFunction as exc:
+        raise LaunchRejected({"function": [str(exc)]}) from None
+    problems = argument_problems(entry.tool, args)
+    if problems:
+        # A problem with the arguments as a whole (not an object, too large) comes alone: a list.
+        raise LaunchRejected({"args": problems.get(NON_FIELD) or problems})
+    return Session.objects.create(owner=owner, function=function, args=args)
+
+
+def launch(owner, function: str, args) -> Session:
+    """Create the session and submit it to the configured executor (after the row is committed)."""
+    from .executor import get_executor
+
+    session = create_session(owner, function, args)
+    get_executor().submit(session.pk)
+    return session

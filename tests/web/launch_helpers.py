@@ -1,0 +1,79 @@
+"""Shared by the launch tests: functions that exercise every form rule, users, and waiting for a run."""
+from __future__ import annotations
+
+import time
+from typing import Literal, Optional
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from runtime import agentic_function
+
+MODULE = __name__
+
+
+@agentic_function(input={
+    "question": {"description": "What to ask.", "placeholder": "Ask me anything", "multiline": True},
+    "mode": {"options": ["brief", "detailed"], "description": "How much to say."},
+    "secret": {"hidden": True},
+})
+def widgets(question: str, mode: str = "brief", count: int = 3, ratio: float = 0.5, verbose: bool = False,
+            tags: list[str] = ["alpha", "beta"], sizes: list[int] = [], limit: Optional[int] = None,
+            title: str = "untitled", level: Literal[1, 2, 3] = 2, extra: dict = {},
+            secret: str = "from-the-default") -> dict:
+    """Return what it was called with (every widget rule in one signature)."""
+    return {"question": question, "mode": mode, "count": count, "ratio": ratio, "verbose": verbose,
+            "tags": tags, "sizes": sizes, "limit": limit, "title": title, "level": level, "extra": extra,
+            "secret": secret}
+
+
+@agentic_function
+def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
+
+
+@agentic_function
+def explode(message: str = "boom") -> str:
+    """Raise an error with the message."""
+    raise RuntimeError(message)
+
+
+@pytest.fixture
+def test_functions(settings):
+    settings.OPENPROGRAM_FUNCTION_MODULES = [MODULE]
+
+
+@pytest.fixture
+def user(db):
+    return get_user_model().objects.create_user("alice", password="alice-password-1")
+
+
+@pytest.fixture
+def other_user(db):
+    return get_user_model().objects.create_user("bob", password="bob-password-1")
+
+
+@pytest.fixture
+def logged_in(client, user):
+    client.force_login(user)
+    return client
+
+
+def wait_for(predicate, timeout: float = 15.0, what: str = "condition"):
+    """Poll `predicate()` until truthy (returned) or fail naming `what`; a bound, not a timing assertion."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def wait_for_end(session, timeout: float = 15.0):
+    """The session once it reached a terminal status."""
+    def ended():
+        session.refresh_from_db()
+        return session if session.is_terminal else None
+    return wait_for(ended, timeout, f"session {session.pk} to end")
