@@ -13,10 +13,10 @@ from __future__ import annotations
 import asyncio
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone as dt_timezone
+from datetime import datetime
 from typing import Any, Callable, Optional
 
-from django.db import close_old_connections
+from django.db import connections
 from django.utils import timezone
 
 from runtime.context import Frame
@@ -31,19 +31,30 @@ _pool: Optional[ThreadPoolExecutor] = None
 _pool_lock = threading.Lock()
 
 
-def _off_loop(call: Callable, *args) -> Any:
-    """Run `call(*args)` here, or on the recorder pool when this thread is running an event loop."""
+def _off_loop(call: Callable, *args, **kwargs) -> Any:
+    """Run `call(...)` here, or on the recorder thread when this thread is running an event loop."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return call(*args)
+        return call(*args, **kwargs)
     global _pool
-    if _pool is None:
-        with _pool_lock:
-            if _pool is None:
-                _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="dag-recorder",
-                                           initializer=close_old_connections)
-    return _pool.submit(call, *args).result()
+    with _pool_lock:
+        if _pool is None:
+            # One thread: every event waits for its write anyway, and one thread means one
+            # database connection to close on shutdown.
+            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dag-recorder")
+        pool = _pool
+    return pool.submit(call, *args, **kwargs).result()
+
+
+def close_recorder_pool() -> None:
+    """Close the recorder thread's database connection and stop the thread (a later event restarts it)."""
+    global _pool
+    with _pool_lock:
+        pool, _pool = _pool, None
+    if pool is not None:
+        pool.submit(connections.close_all).result()
+        pool.shutdown(wait=True)
 
 
 def error_text(error: Optional[BaseException]) -> str:
@@ -51,10 +62,6 @@ def error_text(error: Optional[BaseException]) -> str:
         return ""
     message = str(error)
     return f"{type(error).__name__}: {message}" if message else type(error).__name__
-
-
-def _when(timestamp: float) -> datetime:
-    return datetime.fromtimestamp(timestamp, tz=dt_timezone.utc)
 
 
 def recorded_ancestor(frame: Optional[Frame]) -> Optional[Frame]:
@@ -75,7 +82,7 @@ class DjangoRecorder(Recorder):
     # -- code nodes ------------------------------------------------------------------------------
 
     def function_entered(self, frame: Frame) -> None:
-        node = _off_loop(self._create, frame, Node.Status.RUNNING, "", _when(frame.started), None)
+        node = _off_loop(self._create, frame, Node.Status.RUNNING, "", timezone.now(), None)
         self._open[node.pk] = node
         frame.node = node.pk
 

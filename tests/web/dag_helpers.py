@@ -1,0 +1,41 @@
+"""Helpers shared by the DAG tests: a session to record into, a model call recorded as the exec loop does."""
+from __future__ import annotations
+
+import contextlib
+
+from django.contrib.auth import get_user_model
+
+from dag.models import Session
+from dag.recorder import DjangoRecorder
+from runtime import use_recorder
+from runtime.context import current_frame, current_recorder
+
+
+def new_session(function: str = "entry", username: str = "alice", **fields) -> Session:
+    owner, _ = get_user_model().objects.get_or_create(username=username)
+    return Session.objects.create(owner=owner, function=function, **fields)
+
+
+@contextlib.contextmanager
+def recording(session: Session):
+    """Record every call made in the block into `session`; yields the recorder."""
+    recorder = DjangoRecorder(session)
+    with use_recorder(recorder):
+        yield recorder
+
+
+def model_call(prompt: str, reply: str = "", tool_calls=(), *, status: str = "completed", error=None,
+               model: str = "sim-1"):
+    """Record one model exchange in the current frame, the way the exec loop reports it."""
+    recorder = current_recorder()
+    handle = recorder.llm_started(current_frame(), {
+        "system": "You are terse.", "messages": [{"role": "user", "content": prompt}],
+        "tools": [], "model": model})
+    recorder.llm_finished(handle, status, {"text": reply, "tool_calls": list(tool_calls)},
+                          {"input_tokens": len(prompt.split()), "output_tokens": len(reply.split())}, error)
+    return handle
+
+
+def visible_context() -> str | None:
+    """What the current frame's next model call would be shown of the DAG."""
+    return current_recorder().render_context(current_frame())
