@@ -5,7 +5,7 @@ import os
 from typing import Any, Optional
 
 from ..messages import ModelReply, ModelRequest, parse_arguments
-from .sdk import SDKProvider
+from .sdk import SDKProvider, http_client
 
 DEFAULT_MAX_TOKENS = 4096
 
@@ -22,7 +22,8 @@ class AnthropicProvider(SDKProvider):
 
     def make_client(self, timeout_s: float) -> Any:
         import anthropic
-        return anthropic.Anthropic(api_key=self.api_key, base_url=self.base_url, timeout=timeout_s, max_retries=0)
+        return anthropic.Anthropic(api_key=self.api_key, base_url=self.base_url, timeout=timeout_s,
+                                   max_retries=0, http_client=http_client(timeout_s))
 
     def sdk_errors(self):
         import anthropic

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from ..messages import ModelReply, ModelRequest, parse_arguments
-from .sdk import SDKProvider
+from .sdk import SDKProvider, http_client
 
 
 class OpenAIProvider(SDKProvider):
@@ -21,7 +21,7 @@ class OpenAIProvider(SDKProvider):
         import openai
         # Local servers (Ollama, llama.cpp) take no key, but the SDK insists on one.
         return openai.OpenAI(api_key=self.api_key or "no-key", base_url=self.base_url,
-                             timeout=timeout_s, max_retries=0)
+                             timeout=timeout_s, max_retries=0, http_client=http_client(timeout_s))
 
     def sdk_errors(self):
         import openai
