@@ -7,6 +7,7 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 
 from .. import catalog, runs
@@ -37,10 +38,16 @@ class FunctionViewSet(viewsets.ViewSet):
         return Response(FunctionSerializer(entry).data)
 
 
+class SessionPagination(PageNumberPagination):
+    page_size_query_param = "page_size"
+    max_page_size = 500
+
+
 class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Runs of functions: launch one, list yours, read one and its nodes, export it, stop it."""
 
     serializer_class = SessionSerializer
+    pagination_class = SessionPagination
     lookup_value_regex = r"[0-9a-fA-F-]{32,36}"
 
     def get_queryset(self):

@@ -45,12 +45,18 @@ def test_functions(settings):
 
 
 @pytest.fixture
-def user(db):
+def fast_hashing(settings):
+    # The production hasher is slow by design; tests only need passwords to round-trip.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def user(db, fast_hashing):
     return get_user_model().objects.create_user("alice", password="alice-password-1")
 
 
 @pytest.fixture
-def other_user(db):
+def other_user(db, fast_hashing):
     return get_user_model().objects.create_user("bob", password="bob-password-1")
 
 
