@@ -1,0 +1,102 @@
+// The session header: status (with `cancelling` between a stop request and the run's end), timing,
+// the stop button, the budget and its spend, and the run's outcome.
+
+import {stopSession} from "../api.js";
+import {clear, el, elapsedMs, formatDuration, formatTime, pretty, TERMINAL_SESSION} from "../dom.js";
+
+// The limit each spend figure is measured against (runtime.budget's snapshot shape).
+const BUDGET_DIMENSIONS = [
+  ["depth", "max_depth", "depth"], ["llm_calls", "max_llm_calls", "model calls"],
+  ["tokens", "max_tokens", "tokens"], ["elapsed_s", "timeout_s", "seconds"],
+];
+
+export function displayStatus(session, stopPressed) {
+  if (TERMINAL_SESSION.has(session.status)) return session.status;
+  return session.cancel_requested || stopPressed ? "cancelling" : session.status;
+}
+
+export class SessionHeader {
+  constructor(root, stopUrl) {
+    this.status = root.querySelector("[data-role=session-status]");
+    this.meta = root.querySelector("[data-role=session-meta]");
+    this.stopButton = root.querySelector("[data-role=stop]");
+    this.budget = root.querySelector("[data-role=budget]");
+    this.outcome = root.querySelector("[data-role=outcome]");
+    this.connection = root.querySelector("[data-role=connection]");
+    this.session = null;
+    this.stopPressed = false;
+    this.stopButton.addEventListener("click", () => this.stop(stopUrl));
+  }
+
+  async stop(stopUrl) {
+    this.stopPressed = true;
+    this.render();
+    try {
+      const session = await stopSession(stopUrl);
+      if (!this.session || session.rev >= this.session.rev) this.update(session);
+    } catch (error) {
+      this.stopPressed = false;
+      this.render();
+      this.showOutcome(`Stop failed: ${error.message}`, "error");
+    }
+  }
+
+  update(session) {
+    if (this.session && session.rev < this.session.rev) return; // an older picture of the session
+    this.session = session;
+    this.render();
+  }
+
+  setConnection(state, detail) {
+    const labels = {live: "live", reconnecting: "reconnecting…", closed: "disconnected"};
+    this.connection.className = `conn conn-${state}`;
+    this.connection.textContent = labels[state] || state;
+    this.connection.title = detail || "";
+    if (detail) this.showOutcome(detail, "error");
+  }
+
+  render() {
+    const session = this.session;
+    if (!session) return;
+    const status = displayStatus(session, this.stopPressed);
+    this.status.className = `badge status-${status}`;
+    this.status.textContent = status;
+    const terminal = TERMINAL_SESSION.has(session.status);
+    this.stopButton.hidden = terminal;
+    this.stopButton.disabled = status === "cancelling";
+    this.stopButton.textContent = status === "cancelling" ? "Cancelling…" : "Stop";
+    const parts = [`started ${formatTime(session.started_at || session.created_at)}`];
+    const duration = elapsedMs(session.started_at, session.finished_at);
+    if (duration !== null) parts.push(terminal ? `took ${formatDuration(duration)}` : `running for ${formatDuration(duration)}`);
+    parts.push(`${session.node_count} node${session.node_count === 1 ? "" : "s"}`);
+    if (session.model) parts.push(session.model);
+    this.meta.textContent = parts.join(" · ");
+    this.renderBudget(session.budget, session.budget_spend);
+    if (session.status === "error" && session.error) this.showOutcome(session.error, "error");
+    else if (session.status === "completed") this.showOutcome(`Result: ${pretty(session.result, 400)}`, "ok");
+    else if (session.status === "cancelled") this.showOutcome("Stopped on request.", "muted");
+    else if (session.status === "interrupted") this.showOutcome(session.error || "The process running this session ended.", "error");
+  }
+
+  renderBudget(limits, spend) {
+    if (!limits) {
+      this.budget.hidden = true;
+      return;
+    }
+    clear(this.budget);
+    this.budget.hidden = false;
+    this.budget.append(el("span", {class: "gauge-label", text: "Budget"}));
+    for (const [spent, limit, label] of BUDGET_DIMENSIONS) {
+      if (limits[limit] === null || limits[limit] === undefined) continue;
+      const used = spend ? spend[spent] ?? 0 : 0;
+      const over = used >= limits[limit];
+      this.budget.append(el("span", {class: `budget-item${over ? " over" : ""}`, text: `${label} ${used} / ${limits[limit]}`}));
+    }
+  }
+
+  showOutcome(text, tone) {
+    this.outcome.hidden = false;
+    this.outcome.className = `session-outcome tone-${tone}`;
+    this.outcome.textContent = text;
+  }
+}

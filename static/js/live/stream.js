@@ -1,0 +1,114 @@
+// The websocket stream of one session, kept gap-free by revision.
+//
+// The server sends a snapshot, then changes in rev order. If a change arrives whose rev is not the next
+// one, or the socket drops, or nothing (not even a heartbeat) arrives for a while, the stream reconnects
+// with ?since_rev=<last rev applied> and the server replays what was missed from the database.
+
+const FATAL_CODES = new Set([4400, 4404]);
+const MAX_BACKOFF_MS = 8000;
+
+export class SessionStream {
+  /**
+   * @param {string} path  e.g. /ws/sessions/<id>/
+   * @param {object} handlers  onSnapshot(msg), onChanges(items), onState("live"|"reconnecting"|"closed", detail)
+   * @param {number} heartbeatS  the server's heartbeat interval; silence for 3x that means a dead socket
+   */
+  constructor(path, handlers, heartbeatS = 5) {
+    this.path = path;
+    this.handlers = handlers;
+    this.rev = null;
+    this.socket = null;
+    this.backoffMs = 250;
+    this.silenceMs = Math.max(3000, heartbeatS * 3000);
+    this.watchdog = null;
+    this.stopped = false;
+  }
+
+  start() {
+    this.connect();
+  }
+
+  stop() {
+    this.stopped = true;
+    clearTimeout(this.watchdog);
+    if (this.socket) this.socket.close(1000);
+  }
+
+  connect() {
+    const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+    const query = this.rev === null ? "" : `?since_rev=${this.rev}`;
+    const socket = new WebSocket(`${scheme}//${location.host}${this.path}${query}`);
+    this.socket = socket;
+    socket.onmessage = (event) => {
+      if (socket !== this.socket) return;
+      this.armWatchdog();
+      this.receive(JSON.parse(event.data));
+    };
+    socket.onclose = (event) => {
+      if (socket !== this.socket) return;
+      clearTimeout(this.watchdog);
+      if (this.stopped) return;
+      if (FATAL_CODES.has(event.code)) {
+        this.handlers.onState("closed", event.code === 4404 ? "This session does not exist or is not yours (are you still logged in?)" : `The stream refused the request: ${event.reason || event.code}`);
+        return;
+      }
+      this.handlers.onState("reconnecting");
+      setTimeout(() => this.connect(), this.backoffMs);
+      this.backoffMs = Math.min(this.backoffMs * 2, MAX_BACKOFF_MS);
+    };
+    this.armWatchdog();
+  }
+
+  /** Drop the socket and reconnect at once from the last applied revision. */
+  resync() {
+    const socket = this.socket;
+    this.socket = null;
+    if (socket) socket.close(1000);
+    this.handlers.onState("reconnecting");
+    this.connect();
+  }
+
+  armWatchdog() {
+    clearTimeout(this.watchdog);
+    this.watchdog = setTimeout(() => this.resync(), this.silenceMs);
+  }
+
+  receive(message) {
+    switch (message.type) {
+      case "snapshot":
+        this.backoffMs = 250;
+        this.handlers.onSnapshot(message);
+        this.rev = this.rev === null || message.since_rev === null ? message.rev : Math.max(this.rev, message.rev);
+        this.handlers.onState("live");
+        break;
+      case "batch":
+        this.apply(message.items);
+        break;
+      case "node":
+      case "session":
+        this.apply([message]);
+        break;
+      case "heartbeat":
+        if (this.rev !== null && message.rev > this.rev) this.resync();
+        break;
+      default:
+        break; // a newer server may send more kinds; ignoring them keeps old pages working
+    }
+  }
+
+  apply(items) {
+    if (this.rev === null) return; // before the snapshot nothing can be placed
+    const fresh = [];
+    for (const item of items) {
+      if (item.rev <= this.rev) continue;
+      if (item.rev !== this.rev + 1) {
+        if (fresh.length) this.handlers.onChanges(fresh);
+        this.resync();
+        return;
+      }
+      fresh.push(item);
+      this.rev = item.rev;
+    }
+    if (fresh.length) this.handlers.onChanges(fresh);
+  }
+}

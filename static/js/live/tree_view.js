@@ -1,0 +1,182 @@
+// Windowed rendering of the tree: only the rows in (or near) the viewport exist in the DOM, each
+// redrawn only when what it shows changed. Ten thousand nodes cost the same to draw as fifty.
+
+import {el, elapsedMs, formatDuration, formatTokens, preview, STATUS_ICONS} from "../dom.js";
+
+export const ROW_HEIGHT = 28;
+const OVERSCAN = 12;
+
+export class TreeView {
+  /**
+   * @param {HTMLElement} scroller  the scrolling box
+   * @param {HTMLElement} canvas  its child, sized to all rows
+   * @param {TreeModel} model
+   * @param {object} options  {ceiling, onSelect(id), onUserScroll()}
+   */
+  constructor(scroller, canvas, model, options) {
+    this.scroller = scroller;
+    this.canvas = canvas;
+    this.model = model;
+    this.options = options;
+    this.selectedId = null;
+    this.drawn = new Map(); // row key -> {element, signature}
+    scroller.addEventListener("scroll", () => this.render());
+    canvas.addEventListener("click", (event) => this.onClick(event));
+    scroller.addEventListener("keydown", (event) => this.onKey(event));
+    for (const type of ["wheel", "touchmove"]) {
+      scroller.addEventListener(type, () => options.onUserScroll(), {passive: true});
+    }
+    // A press on the scroll bar itself (the target is the scroller, not a row) is a scroll too.
+    scroller.addEventListener("pointerdown", (event) => {
+      if (event.target === scroller) options.onUserScroll();
+    });
+  }
+
+  render() {
+    const rows = this.model.visibleRows();
+    this.canvas.style.height = `${rows.length * ROW_HEIGHT}px`;
+    const top = this.scroller.scrollTop;
+    const first = Math.max(0, Math.floor(top / ROW_HEIGHT) - OVERSCAN);
+    const last = Math.min(rows.length, Math.ceil((top + this.scroller.clientHeight) / ROW_HEIGHT) + OVERSCAN);
+    const wanted = new Set();
+    for (let index = first; index < last; index++) {
+      const row = rows[index];
+      wanted.add(row.key);
+      const signature = this.signature(row, index);
+      const drawn = this.drawn.get(row.key);
+      if (drawn && drawn.signature === signature) continue;
+      const element = this.draw(row, index);
+      if (drawn) drawn.element.replaceWith(element);
+      else this.canvas.append(element);
+      this.drawn.set(row.key, {element, signature});
+    }
+    for (const [key, drawn] of this.drawn) {
+      if (!wanted.has(key)) {
+        drawn.element.remove();
+        this.drawn.delete(key);
+      }
+    }
+  }
+
+  /** What a row shows, as a string: the row is redrawn only when this changes. */
+  signature(row, index) {
+    const selected = row.type === "node" && row.id === this.selectedId;
+    if (row.type === "group") {
+      const counts = JSON.stringify(this.model.statusCounts(row.ids));
+      return `${index}|${row.ids.length}|${this.model.openGroups.has(row.key)}|${counts}`;
+    }
+    const node = this.model.nodes.get(row.id);
+    const running = node.status === "running" ? Math.floor(elapsedMs(node.started_at) / 1000) : "";
+    return `${index}|${node.rev}|${selected}|${this.model.collapsed.has(row.id)}|` +
+      `${this.model.hasChildren(row.id)}|${running}`;
+  }
+
+  draw(row, index) {
+    const style = `transform: translateY(${index * ROW_HEIGHT}px); padding-left: ${0.6 + row.level * 1.15}rem`;
+    return row.type === "group" ? this.drawGroup(row, style) : this.drawNode(row, style);
+  }
+
+  drawNode(row, style) {
+    const node = this.model.nodes.get(row.id);
+    const hasChildren = this.model.hasChildren(node.id);
+    const collapsed = this.model.collapsed.has(node.id);
+    const ceiling = this.options.ceiling;
+    const atCeiling = node.kind === "code" && node.name_depth >= ceiling;
+    const duration = node.duration_ms ?? (node.status === "running" ? elapsedMs(node.started_at) : null);
+    const classes = ["row", `status-${node.status}`, `kind-${node.kind}`];
+    if (node.id === this.selectedId) classes.push("is-selected");
+    if (atCeiling) classes.push("at-ceiling");
+    if (node.status === "refused" && /budget/i.test(node.error)) classes.push("budget-breach");
+    return el("div", {
+      class: classes.join(" "), style, role: "treeitem", "aria-selected": node.id === this.selectedId ? "true" : "false",
+      "aria-expanded": hasChildren ? String(!collapsed) : null, dataset: {id: node.id, key: row.key},
+    },
+    el("span", {class: "twisty", dataset: {action: hasChildren ? "toggle" : ""}, text: hasChildren ? (collapsed ? "▸" : "▾") : ""}),
+    el("span", {class: "icon", title: node.status, text: STATUS_ICONS[node.status] || "?"}),
+    el("span", {class: `kind kind-${node.kind}`, text: node.kind === "llm" ? "LLM" : "fn"}),
+    el("span", {class: "name", text: node.name}),
+    el("span", {class: "args", text: node.kind === "llm" ? llmPreview(node) : preview(node.input)}),
+    el("span", {class: "meta"},
+      node.status === "refused" ? el("span", {class: "flag flag-refused", text: /budget/i.test(node.error) ? "budget" : "refused"}) : null,
+      node.kind === "code" ? el("span", {class: `depth${atCeiling ? " depth-max" : ""}`, title: `depth ${node.depth}, ${node.name} nesting ${node.name_depth} of ${ceiling}`, text: `d${node.depth} · ${node.name_depth}/${ceiling}`}) : null,
+      el("span", {class: "tokens", text: formatTokens(node.usage)}),
+      el("span", {class: "duration", text: formatDuration(duration)})));
+  }
+
+  drawGroup(row, style) {
+    const open = this.model.openGroups.has(row.key);
+    const counts = this.model.statusCounts(row.ids);
+    return el("div", {class: "row group", style, role: "treeitem", "aria-expanded": String(open), dataset: {group: row.key, key: row.key}},
+      el("span", {class: "twisty", dataset: {action: "toggle-group"}, text: open ? "▾" : "▸"}),
+      el("span", {class: "icon", text: "≡"}),
+      el("span", {class: "name", text: `${row.name} ×${row.ids.length}`}),
+      el("span", {class: "counts"}, ...Object.entries(counts).map(([status, n]) =>
+        el("span", {class: `count status-${status}`, title: status, text: `${STATUS_ICONS[status] || ""} ${n}`}))));
+  }
+
+  onClick(event) {
+    const rowElement = event.target.closest(".row");
+    if (!rowElement) return;
+    const action = event.target.closest("[data-action]")?.dataset.action;
+    if (rowElement.dataset.group) {
+      this.model.toggleGroup(rowElement.dataset.group);
+      this.render();
+      return;
+    }
+    const id = Number(rowElement.dataset.id);
+    if (action === "toggle") {
+      this.model.toggle(id);
+      this.render();
+      return;
+    }
+    this.options.onSelect(id);
+  }
+
+  onKey(event) {
+    if (this.selectedId === null) return;
+    const rows = this.model.visibleRows();
+    const index = this.model.rowOf(this.selectedId);
+    const move = {ArrowDown: 1, ArrowUp: -1}[event.key];
+    if (move) {
+      event.preventDefault();
+      this.options.onUserScroll();
+      for (let i = index + move; i >= 0 && i < rows.length; i += move) {
+        if (rows[i].type === "node") {
+          this.options.onSelect(rows[i].id);
+          return;
+        }
+      }
+    } else if ((event.key === "ArrowLeft" || event.key === "ArrowRight") && this.model.hasChildren(this.selectedId)) {
+      const collapsed = this.model.collapsed.has(this.selectedId);
+      if (collapsed === (event.key === "ArrowRight")) {
+        event.preventDefault();
+        this.model.toggle(this.selectedId);
+        this.render();
+      }
+    }
+  }
+
+  select(id) {
+    this.selectedId = id;
+    this.render();
+  }
+
+  /** Scroll so that row `index` is in view (no movement if it already is). */
+  scrollToRow(index, {center = false} = {}) {
+    if (index < 0) return;
+    const top = index * ROW_HEIGHT;
+    const view = this.scroller.clientHeight;
+    const current = this.scroller.scrollTop;
+    if (!center && top >= current && top + ROW_HEIGHT <= current + view) return;
+    this.scroller.scrollTop = center ? top - view / 2 : Math.max(0, top - view + ROW_HEIGHT * 2);
+  }
+}
+
+function llmPreview(node) {
+  const output = node.output;
+  const text = output && typeof output === "object" ? output.text : output;
+  const calls = output && Array.isArray(output.tool_calls) ? output.tool_calls.map((c) => c.name || c.function?.name).filter(Boolean) : [];
+  const head = node.model ? `${node.model}: ` : "";
+  if (calls.length) return `${head}→ ${calls.join(", ")}`;
+  return head + preview(text ?? "");
+}
