@@ -235,31 +235,43 @@ def enter_frame(frame, template: Optional[Budget]):
     Returns a token for `exit_frame`.
     """
     parent = _current_budget.get()
-    scope = None
+    opened = None
     if template is not None:
         if not isinstance(template, Budget):
             raise TypeError(f"agentic function {frame.name}: budget= must be a runtime.Budget, "
                             f"got {template!r}")
-        scope = template.open_scope(parent)
-        cursor = BudgetCursor(scope, 1)
+        opened = template.open_scope(parent)
+        cursor = BudgetCursor(opened, 1)
     elif parent is not None:
         cursor = BudgetCursor(parent.scope, parent.depth + 1)
     else:
         return None
-    levels = cursor.levels()
-    with cursor.scope._lock:
-        breach = _depth_breach(levels, frame) or _deadline_breach(levels, frame)
-        if breach is None:
-            for level_scope, depth in levels:
-                if depth > level_scope.depth_reached:
-                    level_scope.depth_reached = depth
-    if breach is not None:
-        if scope is not None:
-            scope.close(report=False)  # never started; the breach report below covers it
-        _raise(breach)
-    if scope is not None:
-        scope._started()
-    return _current_budget.set(cursor), scope
+    # A scope's limits are already tightened by all its ancestors, so the innermost scope alone
+    # decides admission; the slow path below finds the widest limit crossed, for the message.
+    scope = cursor.scope
+    if ((scope.max_depth is not None and cursor.depth > scope.max_depth)
+            or (scope.deadline is not None and _clock() >= scope.deadline)):
+        if opened is not None:
+            opened.close(report=False)  # never started; the breach report covers it
+        levels = cursor.levels()
+        _raise(_depth_breach(levels, frame) or _deadline_breach(levels, frame))
+    _note_depth(cursor)
+    if opened is not None:
+        opened._started()
+    return _current_budget.set(cursor), opened
+
+
+def _note_depth(cursor: BudgetCursor) -> None:
+    """Raise `depth_reached` of every enclosing scope; the lock only when a new deepest level is hit."""
+    scope: Optional[BudgetScope] = cursor.scope
+    depth = cursor.depth
+    while scope is not None:
+        if depth > scope.depth_reached:
+            with scope._lock:
+                if depth > scope.depth_reached:
+                    scope.depth_reached = depth
+        depth += scope.base_depth
+        scope = scope.parent
 
 
 def exit_frame(token) -> None:

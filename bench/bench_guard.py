@@ -1,0 +1,90 @@
+"""What the recursion guard and the delegation budget add to each call (figures only, no assertions).
+
+- the per-name depth guard: @agentic_function against @function, the same wrapper without the guard;
+- a frame entered under an active Budget, against the same call with no budget;
+- a function carrying its own `budget=` template (a fresh scope per call);
+- admitting one model call: reserve_llm_call() + commit().
+"""
+import os
+import sys
+from contextlib import ExitStack, nullcontext
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from _timing import per_call_seconds  # noqa: E402
+
+from runtime import Budget, agentic_function, function  # noqa: E402
+from runtime.budget import reserve_llm_call  # noqa: E402
+
+
+@function(register_globally=False)
+def unguarded(x):
+    return x
+
+
+@agentic_function(register_globally=False)
+def guarded(x):
+    return x
+
+
+@agentic_function(register_globally=False, budget=Budget(max_depth=8, max_llm_calls=10))
+def self_budgeted(x):
+    return x
+
+
+def model_call():
+    reserve_llm_call().commit(1)
+
+
+def _interleaved(variants: dict, rounds: int = 15, number: int = 20_000) -> dict:
+    """Best per-call time of each variant, timed round-robin so that machine noise hits all alike.
+
+    A variant is (setup, call): `setup()` returns a context manager held while `call` is timed.
+    """
+    best = {label: float("inf") for label in variants}
+    for _ in range(rounds):
+        for label, (setup, call) in variants.items():
+            with setup():
+                best[label] = min(best[label], per_call_seconds(call, number=number, repeat=1))
+    return best
+
+
+def _row(label, seconds, against=None):
+    if against is None:
+        return f"{label:52} {seconds * 1e6:9.3f}"
+    return (f"{label:52} {seconds * 1e6:9.3f} {(seconds - against) * 1e9:10.0f} "
+            f"{seconds / against:7.2f}x")
+
+
+def main() -> None:
+    def nested_budgets():
+        stack = ExitStack()
+        for depth in (1000, 999, 998):
+            stack.enter_context(Budget(max_depth=depth))
+        return stack
+
+    t = _interleaved({
+        "wrapper": (nullcontext, lambda: unguarded(1)),
+        "guard": (nullcontext, lambda: guarded(1)),
+        "in_budget": (lambda: Budget(max_depth=1000), lambda: guarded(1)),
+        "in_three_budgets": (nested_budgets, lambda: guarded(1)),
+        "template": (nullcontext, lambda: self_budgeted(1)),
+        # A huge allowance: the scope is shared, so every timed call spends from it.
+        "admission": (lambda: Budget(max_llm_calls=10**9), model_call),
+    })
+    wrapper, guard, in_budget = t["wrapper"], t["guard"], t["in_budget"]
+    in_three_budgets, template, admission = t["in_three_budgets"], t["template"], t["admission"]
+
+    print(f"{'call':52} {'µs/call':>9} {'added ns':>10} {'ratio':>8}")
+    print(_row("@function (core wrapper, no guard)", wrapper))
+    print(_row("@agentic_function (+ per-name depth guard)", guard, wrapper))
+    print(_row("@agentic_function inside `with Budget(...)`", in_budget, guard))
+    print(_row("@agentic_function inside three nested Budgets", in_three_budgets, guard))
+    print(_row("@agentic_function(budget=Budget(...)) (own scope)", template, guard))
+    print(_row("reserve_llm_call() + commit() under a Budget", admission))
+    print(f"guard: {(guard - wrapper) * 1e9:.0f} ns per call, {guard / wrapper:.2f}x the core wrapper; "
+          f"budget frame entry: {(in_budget - guard) * 1e9:.0f} ns more")
+
+
+if __name__ == "__main__":
+    main()
