@@ -149,13 +149,15 @@ class BudgetScope:
         self.deadline = now + budget.timeout_s if budget.timeout_s is not None else None
         if parent is not None:
             with self._lock:
-                self._tighten_to(parent, now)
+                self._tighten_to(parent)
 
-    def _tighten_to(self, parent: "BudgetScope", now: float) -> None:
+    def _tighten_to(self, parent: "BudgetScope") -> None:
+        # Calls still in flight are not subtracted: they may be released, and every admission is
+        # checked against the parent too, so the parent's own limit still holds.
         if parent.max_depth is not None:
             self.max_depth = _tighter(self.max_depth, max(parent.max_depth - self.base_depth, 0))
         if parent.max_llm_calls is not None:
-            left = parent.max_llm_calls - parent.llm_calls - parent.reserved_calls
+            left = parent.max_llm_calls - parent.llm_calls
             self.max_llm_calls = _tighter(self.max_llm_calls, max(left, 0))
         if parent.max_tokens is not None:
             self.max_tokens = _tighter(self.max_tokens, max(parent.max_tokens - parent.tokens, 0))
@@ -164,16 +166,6 @@ class BudgetScope:
     @property
     def is_root(self) -> bool:
         return self.parent is None
-
-    def chain(self) -> list["BudgetScope"]:
-        """This scope and its ancestors, outermost first (so a breach names the widest limit crossed)."""
-        scopes = []
-        scope: Optional[BudgetScope] = self
-        while scope is not None:
-            scopes.append(scope)
-            scope = scope.parent
-        scopes.reverse()
-        return scopes
 
     def limits(self) -> dict:
         timeout = None if self.deadline is None else round(self.deadline - self.started, 6)
@@ -299,23 +291,22 @@ class Reservation:
         """The call happened: count it and the tokens it used against every enclosing scope."""
         if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
             raise ValueError(f"Reservation.commit(tokens={tokens!r}): tokens must be an integer >= 0")
-        with self.scopes[0]._lock:
-            if self.done:
-                return
-            self.done = True
-            for scope in self.scopes:
-                scope.reserved_calls -= 1
-                scope.llm_calls += 1
-                scope.tokens += tokens
+        self._settle(calls=1, tokens=tokens)
 
     def release(self) -> None:
         """The call did not happen (it failed before reaching the model): give the slot back."""
+        self._settle(calls=0, tokens=0)
+
+    def _settle(self, calls: int, tokens: int) -> None:
+        # Settling twice (a commit after a release, say) is a no-op, not double counting.
         with self.scopes[0]._lock:
             if self.done:
                 return
             self.done = True
             for scope in self.scopes:
                 scope.reserved_calls -= 1
+                scope.llm_calls += calls
+                scope.tokens += tokens
 
 
 def reserve_llm_call(frame=None) -> Optional[Reservation]:

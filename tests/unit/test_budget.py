@@ -244,6 +244,19 @@ def test_sibling_children_draw_from_one_parent():
     assert (caught.value.limit, caught.value.observed) == (3, 4)
 
 
+def test_a_child_opened_while_a_call_is_in_flight_is_still_held_by_the_parent():
+    with Budget(max_llm_calls=3):
+        in_flight = reserve_llm_call()
+        with Budget(max_llm_calls=10) as child:
+            assert child.limits()["max_llm_calls"] == 3  # the in-flight call may still be released
+            model_call()
+            model_call()
+            with pytest.raises(BudgetExceeded) as caught:
+                model_call()
+        in_flight.release()
+    assert (caught.value.limit, caught.value.observed) == (3, 4)
+
+
 def test_calls_in_flight_count_and_release_gives_the_slot_back(clock):
     with Budget(max_llm_calls=2) as scope:
         first, second = reserve_llm_call(), reserve_llm_call()
