@@ -1,0 +1,245 @@
+"""Runtime.exec and llm(): the loop's bounds, hooks and budget around every model call, model choice."""
+import sys
+import types
+
+import pytest
+
+from runtime import (CancelledError, add_pre_invocation_hook, agentic_function, function,
+                     remove_pre_invocation_hook)
+from runtime.context import _current_budget
+from runtime.exec_loop import ExecTimeout
+from runtime.model_call import ModelCall
+from runtime.providers import ScriptedProvider, SimProvider
+from runtime.runtime import Runtime, create_runtime, llm
+
+
+@pytest.fixture
+def hook():
+    installed = []
+
+    def install(fn):
+        add_pre_invocation_hook(fn)
+        installed.append(fn)
+        return fn
+    yield install
+    for fn in installed:
+        remove_pre_invocation_hook(fn)
+
+
+def test_hooks_run_before_every_model_call_with_the_frame_and_request(hook):
+    events = []
+    hook(lambda event: events.append(event) if isinstance(event, ModelCall) else None)
+    provider = ScriptedProvider([{"tool_calls": [{"name": "ping"}]}, "done"])
+
+    @function
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    @agentic_function
+    def agent(runtime) -> str:
+        """Agent."""
+        return runtime.exec("go", tools=[ping])
+
+    agent(runtime=Runtime(provider=provider))
+    assert len(events) == 2
+    assert all(e.frame.name == "agent" and not e.in_flight for e in events)
+    assert events[0].request.tool_names() == ["ping"]
+    assert len(events[1].request.messages) == 3  # user, assistant tool call, tool result
+
+
+def test_a_stop_before_a_model_call_propagates_and_nothing_is_sent(hook):
+    def stop(event):
+        if isinstance(event, ModelCall):
+            raise CancelledError("stopped")
+    hook(stop)
+    provider = ScriptedProvider(["never"])
+    with pytest.raises(CancelledError):
+        Runtime(provider=provider).exec("go")
+    assert provider.requests == []
+
+
+class FakeReservation:
+    def __init__(self, log):
+        self.log = log
+
+    def commit(self, tokens):
+        self.log.append(("commit", tokens))
+
+    def release(self):
+        self.log.append(("release",))
+
+
+@pytest.fixture
+def fake_budget(monkeypatch):
+    """runtime.budget's reserve/commit/release API, recorded; the budget scope marked active."""
+    log = []
+    module = types.ModuleType("runtime.budget")
+    module.reserve_llm_call = lambda frame: log.append(("reserve", frame.name if frame else None)) or FakeReservation(log)
+    monkeypatch.setitem(sys.modules, "runtime.budget", module)
+    token = _current_budget.set(object())
+    yield log
+    _current_budget.reset(token)
+
+
+def test_an_active_budget_reserves_each_model_call_and_commits_its_tokens(fake_budget):
+    provider = ScriptedProvider([{"tool_calls": [{"name": "ping"}]}, "done"])
+
+    @function
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    Runtime(provider=provider).exec("go", tools=[ping])
+    assert [e[0] for e in fake_budget] == ["reserve", "commit", "reserve", "commit"]
+    assert all(isinstance(e[1], int) for e in fake_budget if e[0] == "commit")
+
+
+def test_a_failed_model_call_releases_its_reservation(fake_budget):
+    with pytest.raises(RuntimeError, match="ran out of replies"):
+        Runtime(provider=ScriptedProvider([])).exec("go")
+    assert fake_budget == [("reserve", None), ("release",)]
+
+
+def test_no_budget_means_no_budget_module_is_touched(monkeypatch):
+    monkeypatch.setitem(sys.modules, "runtime.budget", None)  # importing it would fail
+    assert Runtime(provider=ScriptedProvider(["ok"])).exec("go") == "ok"
+
+
+def test_exec_budget_argument_is_entered_around_the_loop():
+    entered = []
+
+    class Scope:
+        def __enter__(self):
+            entered.append("in")
+
+        def __exit__(self, *exc):
+            entered.append("out")
+
+    assert Runtime(provider=ScriptedProvider(["ok"])).exec("go", budget=Scope()) == "ok"
+    assert entered == ["in", "out"]
+
+
+def test_max_iterations_bounds_the_loop():
+    @function
+    def again() -> str:
+        """Again."""
+        return "more"
+
+    provider = ScriptedProvider([{"tool_calls": [{"name": "again"}]}] * 3)
+    answer = Runtime(provider=provider).exec("go", tools=[again], max_iterations=3)
+    assert len(provider.requests) == 3
+    assert "max_iterations=3" in answer
+
+
+def test_timeout_s_ends_the_loop_between_turns(monkeypatch):
+    import runtime.exec_loop as loop
+    clock = [0.0]
+    monkeypatch.setattr(loop.time, "monotonic", lambda: clock[0])
+
+    @function
+    def tick() -> str:
+        """Advances the clock past the deadline."""
+        clock[0] += 10
+        return "tick"
+
+    provider = ScriptedProvider([{"tool_calls": [{"name": "tick"}]}, "never"])
+    with pytest.raises(ExecTimeout, match="timeout_s=5"):
+        Runtime(provider=provider).exec("go", tools=[tick], timeout_s=5)
+    assert len(provider.requests) == 1
+
+
+@pytest.mark.parametrize("kwargs, message", [({"max_iterations": 0}, "max_iterations"),
+                                              ({"timeout_s": -1}, "timeout_s"),
+                                              ({"tool_choice": 3}, "tool_choice")])
+def test_bad_exec_arguments_are_named(kwargs, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        Runtime(provider=ScriptedProvider(["x"])).exec("go", **kwargs)
+
+
+def test_content_must_be_text_or_blocks():
+    with pytest.raises(TypeError, match="content"):
+        Runtime(provider=ScriptedProvider(["x"])).exec(42)
+    with pytest.raises(TypeError, match=r"content\[0\]"):
+        Runtime(provider=ScriptedProvider(["x"])).exec([{"text": "no type"}])
+
+
+def test_llm_uses_the_runtime_of_the_call_chain_and_offers_no_tools():
+    provider = ScriptedProvider(["an answer"])
+
+    @function
+    def unrelated() -> str:
+        """Not offered to llm()."""
+        return "x"
+
+    @agentic_function
+    def agent(runtime) -> str:
+        """Agent."""
+        return llm("question?")
+
+    assert agent(runtime=Runtime(provider=provider)) == "an answer"
+    assert provider.requests[0]["tools"] == []
+
+
+def test_llm_outside_a_call_chain_uses_a_fresh_runtime_from_the_environment(monkeypatch):
+    for var in ("OPENPROGRAM_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    closed = []
+    monkeypatch.setattr(Runtime, "close", lambda self: closed.append(self))
+    assert llm("hello").startswith("(simulated model)")
+    assert len(closed) == 1
+
+
+def test_per_call_model_override():
+    runtime = Runtime(model="sim")
+    provider, model = runtime.provider_for("sim:naive")
+    assert isinstance(provider, SimProvider) and model == "naive" and provider is runtime.provider
+    other, name = runtime.provider_for("openai:gpt-4o-mini")
+    assert other.name == "openai" and name == "gpt-4o-mini"
+    assert runtime.provider_for("openai:gpt-4o-mini")[0] is other  # kept for the runtime's life
+
+
+# --- the guard, shown with the simulated model ---------------------------------------------------
+
+def make_wiki_agent(entered):
+    @function
+    def search_notes(query: str) -> str:
+        """Search the notes of a wiki vault for text."""
+        return "2 notes found"
+
+    @agentic_function
+    def wiki_agent(task: str, runtime) -> str:
+        """Maintain a wiki vault: route the task to ingest, query or lint."""
+        entered.append(task)
+        return runtime.exec(task)
+
+    return wiki_agent
+
+
+def test_naive_sim_self_recurses_into_the_depth_ceiling():
+    entered = []
+    wiki_agent = make_wiki_agent(entered)
+    answer = wiki_agent("maintain the wiki vault", runtime=create_runtime(model="sim:naive"))
+    assert len(entered) == 5  # five frames ran; the sixth was refused by the guard
+    assert "exceeded max nesting depth 5" in answer
+
+
+def test_naive_per_call_model_also_recurses():
+    entered = []
+
+    @agentic_function
+    def wiki_agent(task: str, runtime) -> str:
+        """Maintain a wiki vault."""
+        entered.append(task)
+        return runtime.exec(task, model="sim:naive")
+
+    wiki_agent("maintain the wiki vault", runtime=create_runtime(model="sim"))
+    assert len(entered) == 5
+
+
+def test_heeding_sim_does_not_call_the_function_it_is_inside():
+    entered = []
+    wiki_agent = make_wiki_agent(entered)
+    answer = wiki_agent("maintain the wiki vault", runtime=create_runtime(model="sim"))
+    assert len(entered) == 1
+    assert "search_notes: 2 notes found" in answer
