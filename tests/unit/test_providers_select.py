@@ -1,0 +1,81 @@
+"""Choosing a provider from the environment, by name or by dotted path."""
+import pytest
+
+from runtime.providers import Provider, ScriptedProvider, SimProvider, provider_class, resolve_model
+from runtime.providers.anthropic_provider import AnthropicProvider
+from runtime.providers.openai_provider import OpenAIProvider
+from runtime.runtime import Runtime, create_runtime
+
+KEYS = ("OPENPROGRAM_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
+
+
+@pytest.fixture
+def env(monkeypatch):
+    for key in KEYS:
+        monkeypatch.delenv(key, raising=False)
+    return monkeypatch
+
+
+class MyProvider(Provider):
+    name = "mine"
+
+
+def test_sim_is_the_default_with_nothing_set(env):
+    runtime = create_runtime()
+    assert isinstance(runtime.provider, SimProvider) and runtime.provider.model == "heeding"
+
+
+@pytest.mark.parametrize("spec, cls, model", [
+    ("sim", SimProvider, "heeding"), ("sim:naive", SimProvider, "naive"),
+    ("openai:gpt-4o-mini", OpenAIProvider, "gpt-4o-mini"),
+    ("anthropic:claude-sonnet-4-5", AnthropicProvider, "claude-sonnet-4-5"),
+    ("tests.unit.test_providers_select.MyProvider:m1", MyProvider, "m1"),
+])
+def test_openprogram_model_picks_the_provider(env, spec, cls, model):
+    env.setenv("OPENPROGRAM_MODEL", spec)
+    runtime = create_runtime()
+    assert type(runtime.provider) is cls
+    assert runtime.provider_for()[1] == model
+
+
+def test_keys_pick_a_real_provider_and_base_urls_are_read(env):
+    env.setenv("OPENAI_API_KEY", "k")
+    env.setenv("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")
+    provider = create_runtime().provider
+    assert isinstance(provider, OpenAIProvider) and provider.base_url == "http://127.0.0.1:11434/v1"
+    env.delenv("OPENAI_API_KEY")
+    env.delenv("OPENAI_BASE_URL")
+    env.setenv("ANTHROPIC_API_KEY", "k")
+    assert isinstance(create_runtime().provider, AnthropicProvider)
+
+
+def test_a_bare_model_name_uses_the_keyed_provider(env):
+    env.setenv("OPENAI_API_KEY", "k")
+    assert resolve_model("gpt-4o") == ("openai", "gpt-4o")
+    with pytest.raises(ValueError, match="names no provider"):
+        resolve_model("gpt-4o", env={})
+
+
+def test_unknown_providers_are_clear_errors(env):
+    with pytest.raises(ValueError, match="could not be loaded"):
+        provider_class("nowhere.Provider")
+    with pytest.raises(ValueError, match="not a runtime.providers.Provider subclass"):
+        provider_class("runtime.runtime.Runtime")
+    env.setenv("OPENPROGRAM_MODEL", "nosuch.module.Thing:x")
+    with pytest.raises(ValueError, match="could not be loaded"):
+        create_runtime().provider
+
+
+def test_a_provider_instance_or_name_can_be_given(env):
+    scripted = ScriptedProvider(["x"])
+    assert Runtime(provider=scripted).provider is scripted
+    assert Runtime(provider=scripted, model="v2").provider_for()[1] == "v2"
+    runtime = Runtime(provider="openai", model="gpt-4.1")
+    assert isinstance(runtime.provider, OpenAIProvider) and runtime.provider_for()[1] == "gpt-4.1"
+
+
+def test_a_missing_model_name_is_named(env):
+    provider = OpenAIProvider()
+    provider.model = None
+    with pytest.raises(ValueError, match="no model name for the openai provider"):
+        Runtime(provider=provider).llm("hi")
