@@ -77,6 +77,16 @@ def test_valid_arguments_and_no_limits():
         chain("a", "b", "c", "d", "e", "f")()
 
 
+def test_budget_parameter_must_be_a_budget():
+    @agentic_function(budget={"max_depth": 2})
+    def misconfigured():
+        raise AssertionError("must not run")
+
+    with pytest.raises(TypeError, match="misconfigured: budget= must be a runtime.Budget"):
+        misconfigured()
+    assert _current_budget.get() is None
+
+
 # --- max_depth ----------------------------------------------------------------------------------------------
 
 def test_depth_counts_agentic_levels_and_refuses_level_max_plus_one_before_its_body():
