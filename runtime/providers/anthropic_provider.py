@@ -5,6 +5,7 @@ import os
 from typing import Any, Optional
 
 from ..messages import ModelReply, ModelRequest, parse_arguments
+from ..retry import ProviderError
 from .sdk import SDKProvider, http_client
 
 DEFAULT_MAX_TOKENS = 4096
@@ -22,6 +23,8 @@ class AnthropicProvider(SDKProvider):
 
     def make_client(self, timeout_s: float) -> Any:
         import anthropic
+        if not self.api_key and not os.environ.get("ANTHROPIC_AUTH_TOKEN"):
+            raise ProviderError(self.name, "no API key: set ANTHROPIC_API_KEY (or pass api_key=)")
         return anthropic.Anthropic(api_key=self.api_key, base_url=self.base_url, timeout=timeout_s,
                                    max_retries=0, http_client=http_client(timeout_s))
 

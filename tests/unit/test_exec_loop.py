@@ -4,8 +4,8 @@ import types
 
 import pytest
 
-from runtime import (CancelledError, add_pre_invocation_hook, agentic_function, function,
-                     remove_pre_invocation_hook)
+from runtime import (Budget, BudgetExceeded, CancelledError, add_pre_invocation_hook,
+                     agentic_function, function, remove_pre_invocation_hook)
 from runtime.context import _current_budget
 from runtime.exec_loop import ExecTimeout
 from runtime.model_call import ModelCall
@@ -118,6 +118,19 @@ def test_exec_budget_argument_is_entered_around_the_loop():
 
     assert Runtime(provider=ScriptedProvider(["ok"])).exec("go", budget=Scope()) == "ok"
     assert entered == ["in", "out"]
+
+
+def test_a_real_budget_caps_the_model_calls_of_one_exec():
+    @function
+    def again() -> str:
+        """Again."""
+        return "more"
+
+    provider = ScriptedProvider([{"tool_calls": [{"name": "again"}]}] * 5)
+    with pytest.raises(BudgetExceeded) as info:
+        Runtime(provider=provider).exec("go", tools=[again], budget=Budget(max_llm_calls=2))
+    assert info.value.dimension == "llm_calls"
+    assert len(provider.requests) == 2
 
 
 def test_max_iterations_bounds_the_loop():

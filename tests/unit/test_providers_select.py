@@ -79,3 +79,9 @@ def test_a_missing_model_name_is_named(env):
     provider.model = None
     with pytest.raises(ValueError, match="no model name for the openai provider"):
         Runtime(provider=provider).llm("hi")
+
+
+def test_anthropic_without_a_key_says_which_variable_to_set(env):
+    env.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    with pytest.raises(Exception, match="set ANTHROPIC_API_KEY"):
+        Runtime(model="anthropic:claude-sonnet-4-5").llm("hi")

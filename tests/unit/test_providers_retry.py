@@ -1,0 +1,76 @@
+"""Retry policy: exponential backoff, bounded by count and by total time, never on 4xx, stoppable."""
+import pytest
+
+import runtime.retry as retry
+from runtime import CancelledError
+from runtime.retry import ProviderError, RetryPolicy, call_with_retries, is_retryable_status
+
+
+def failing(status, log):
+    def attempt():
+        log.append(status)
+        raise ProviderError("fake", "nope", status=status, retryable=is_retryable_status(status))
+    return attempt
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """A fake clock: backoff sleeps advance it instead of waiting."""
+    now = [0.0]
+    sleeps = []
+    monkeypatch.setattr(retry.time, "monotonic", lambda: now[0])
+
+    def sleep(seconds, check=None):
+        sleeps.append(seconds)
+        now[0] += seconds
+    monkeypatch.setattr(retry.interrupt, "sleep", sleep)
+    return sleeps
+
+
+def test_delays_grow_exponentially_up_to_the_cap():
+    policy = RetryPolicy(base_delay_s=1, factor=2, max_delay_s=5)
+    assert [policy.delay(i) for i in range(5)] == [1, 2, 4, 5, 5]
+
+
+def test_retries_are_bounded_in_count(clock):
+    log = []
+    with pytest.raises(ProviderError, match=r"fake model call failed \(after 4 attempts\): HTTP 503: nope"):
+        call_with_retries(failing(503, log), RetryPolicy(max_retries=3, base_delay_s=1))
+    assert log == [503] * 4 and clock == [1, 2, 4]
+
+
+def test_retries_are_bounded_in_total_time(clock):
+    log = []
+    with pytest.raises(ProviderError):
+        call_with_retries(failing(429, log), RetryPolicy(max_retries=50, base_delay_s=1, max_delay_s=100,
+                                                         max_total_s=10))
+    assert clock == [1, 2, 4] and len(log) == 4  # the next wait (8s) would pass 10s in total
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+def test_client_errors_are_never_retried(clock, status):
+    log = []
+    with pytest.raises(ProviderError, match=f"HTTP {status}"):
+        call_with_retries(failing(status, log), RetryPolicy())
+    assert log == [status] and clock == []
+
+
+def test_success_after_failures_returns_the_result(clock):
+    outcomes = [ProviderError("fake", "x", status=500, retryable=True), "ok"]
+
+    def attempt():
+        outcome = outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+    assert call_with_retries(attempt, RetryPolicy()) == "ok"
+
+
+def test_a_stop_during_the_backoff_ends_the_wait():
+    log = []
+
+    def stop():
+        raise CancelledError("stop")
+    with pytest.raises(CancelledError):
+        call_with_retries(failing(500, log), RetryPolicy(base_delay_s=0.01), check=stop)
+    assert log == [500]
