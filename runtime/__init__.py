@@ -9,10 +9,10 @@ from .function import agentic_function, function
 from .hooks import add_pre_invocation_hook, remove_pre_invocation_hook
 from .recorder import Recorder, use_recorder
 from .registry import registry
-from .runtime import Runtime, create_runtime
+from .runtime import Runtime, create_runtime, llm
 
 __all__ = [
     "agentic_function", "function", "Runtime", "create_runtime", "CancelledError",
     "ToolArgumentError", "ToolRegistrationError", "BudgetExceeded", "add_pre_invocation_hook",
-    "remove_pre_invocation_hook", "Recorder", "use_recorder", "registry", "Budget", "submit",
+    "remove_pre_invocation_hook", "Recorder", "use_recorder", "registry", "llm", "Budget", "submit",
 ]
