@@ -4,6 +4,7 @@ Model calls are stood in for by `reserve_llm_call()` + `commit(tokens)`, exactly
 Deadlines run on a fake clock, so no test sleeps or depends on timing.
 """
 import asyncio
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -318,6 +319,30 @@ def test_eight_parallel_delegations_in_threads_admit_exactly_five():
     spend, outcomes = _fan_out_in_threads(runtime.submit)
     assert sorted(outcomes) == ["admitted"] * 5 + ["refused"] * 3
     assert (spend["llm_calls"], spend["tokens"], spend["depth"]) == (5, 5, 2)
+
+
+def test_admission_under_contention_never_overshoots():
+    # Many racing attempts with frequent thread switches: the count admitted is exactly the limit.
+    admitted = []
+
+    def attempts():
+        for _ in range(200):
+            try:
+                model_call(1)
+            except BudgetExceeded:
+                continue
+            admitted.append(1)
+
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        with Budget(max_llm_calls=500) as scope, ThreadPoolExecutor(max_workers=8) as pool:
+            for future in [runtime.submit(pool, attempts) for _ in range(8)]:
+                future.result()
+    finally:
+        sys.setswitchinterval(switch_interval)
+    assert len(admitted) == 500
+    assert scope.snapshot()["spend"]["llm_calls"] == scope.snapshot()["spend"]["tokens"] == 500
 
 
 def test_a_plain_executor_submit_loses_the_budget_and_runtime_submit_carries_it():
