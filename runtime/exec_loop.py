@@ -6,6 +6,7 @@ from typing import Optional
 
 from .context import _current_frame
 from .dispatch import Dispatcher
+from .function import _current_tool_policy
 from .messages import ModelRequest
 from .model_call import call_model, user_turn
 from .policy import OfferedTools, resolve_offered_tools
@@ -30,7 +31,6 @@ def check_tool_choice(tool_choice, offered: OfferedTools) -> None:
 def run_exec(runtime, content, *, tools=None, toolset=None, tools_allow=None, tools_deny=None,
              tool_choice="auto", max_iterations: int = 20, timeout_s: Optional[float] = None,
              model: Optional[str] = None) -> str:
-    from .function import _current_tool_policy
     if not isinstance(max_iterations, int) or isinstance(max_iterations, bool) or max_iterations < 1:
         raise ValueError(f"max_iterations must be a positive integer, got {max_iterations!r}")
     if timeout_s is not None and (not isinstance(timeout_s, (int, float)) or timeout_s <= 0):

@@ -21,6 +21,7 @@ from typing import Any, Iterable, Optional
 from .registry import registry
 
 LOAD_TOOLS = "load_tools"
+NOT_CHOSEN = "not in this call's tools or toolset"
 
 
 @dataclass
@@ -43,7 +44,7 @@ class OfferedTools:
 
     def refusal(self, name: str) -> str:
         """Why `name` may not be called in this exec."""
-        reason = self.refused.get(name)
+        reason = self.refused.get(name) or (NOT_CHOSEN if name in registry else None)
         if reason is not None:
             return f"tool {name!r} is not available here: {reason}"
         offered = ", ".join(self.tools) or "none"
@@ -117,18 +118,12 @@ def resolve_offered_tools(runtime, *, tools=None, toolset=None, tools_allow=None
     source = policy.get("source") or getattr(runtime, "source", None)
 
     offered = OfferedTools()
-    candidate_names = set()
     for tool in candidates:
-        name = tool.tool_name
-        candidate_names.add(name)
         reason = _unavailable(tool, allow, deny_reasons, source)
         if reason is None:
-            offered.tools[name] = tool
+            offered.tools[tool.tool_name] = tool
         else:
-            offered.refused[name] = reason
-    for tool in registry.all():
-        if tool.tool_name not in candidate_names:
-            offered.refused.setdefault(tool.tool_name, "not in this call's tools or toolset")
+            offered.refused[tool.tool_name] = reason
     return offered
 
 

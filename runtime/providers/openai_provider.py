@@ -36,8 +36,9 @@ class OpenAIProvider(SDKProvider):
 
     def parse(self, response: Any) -> ModelReply:
         message = response.choices[0].message
-        calls = [parse_arguments(call.id, call.function.name, call.function.arguments)
-                 for call in (message.tool_calls or [])]
+        # Some local servers send no call ids; the protocol needs one to pair each result with its call.
+        calls = [parse_arguments(call.id or f"call_{index}", call.function.name, call.function.arguments)
+                 for index, call in enumerate(message.tool_calls or [])]
         usage = getattr(response, "usage", None)
         return ModelReply(text=message.content or "", tool_calls=calls,
                           usage={"input_tokens": getattr(usage, "prompt_tokens", 0) or 0,

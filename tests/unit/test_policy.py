@@ -162,3 +162,10 @@ def test_a_forced_tool_choice_is_sent_once(tools):
     provider.complete = spy
     Runtime(provider=provider).exec("t", tool_choice="search")
     assert captured == ["search", "auto"]
+
+
+def test_calling_a_registered_tool_outside_the_chosen_toolset_says_so(tools):
+    provider = ScriptedProvider([{"tool_calls": [{"name": "search", "arguments": {"q": "x"}}]}, "ok"])
+    Runtime(provider=provider).exec("task", toolset="files")
+    result = [m["content"] for m in provider.requests[1]["messages"] if m["role"] == "tool"][0]
+    assert result == "Refused: tool 'search' is not available here: not in this call's tools or toolset"
