@@ -1,0 +1,129 @@
+"""`manage.py run_function NAME key=value ...`: launch a function, watch its call tree grow, Ctrl-C stops it.
+
+Arguments are read exactly like the web form reads its fields (`dag.forms`), so the same text gives the
+same values and the same errors. Repeat a key for list parameters (`tags=a tags=b`). The run goes to the
+configured executor like any other launch, and the tree is drawn by polling the database, so it works
+whichever process executes the run.
+"""
+from __future__ import annotations
+
+import json
+import time
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+from rich.console import Console
+from rich.live import Live
+
+from dag import catalog
+from dag.cli_tree import build_tree
+from dag.forms import LaunchForm, to_form_text
+from dag.launch import launch
+from dag.local_user import default_user
+from dag.models import Node, Session
+from dag.runs import request_stop
+
+POLL_S = 0.1
+EXIT_CODES = {Session.Status.COMPLETED: 0, Session.Status.ERROR: 1, Session.Status.INTERRUPTED: 1,
+              Session.Status.CANCELLED: 130}  # 130: the shell's code for "ended by Ctrl-C"
+
+
+def parse_assignments(pairs: list[str]) -> dict[str, str]:
+    """{"key": "value"} from ["key=value", ...]; a repeated key collects its values one per line."""
+    values: dict[str, list[str]] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise CommandError(f"arguments are key=value; got {pair!r}", returncode=2)
+        values.setdefault(key, []).append(value)
+    return {key: "\n".join(items) for key, items in values.items()}
+
+
+def form_for(tool, given: dict[str, str]) -> LaunchForm:
+    """The launch form filled as a browser would: defaults for what was not given, the given text for the rest."""
+    form = LaunchForm(tool)
+    unknown = sorted(set(given) - set(form.fields))
+    if unknown:
+        raise CommandError(f"unknown argument(s) {', '.join(unknown)} for {tool.tool_name}; "
+                           f"parameters are: {', '.join(form.fields) or 'none'}", returncode=2)
+    data = {param.name: to_form_text(param, param.schema["default"]) for param in form.params if param.has_default}
+    for param in form.params:
+        if param.name in given:
+            data[param.name] = (given[param.name].strip().lower() in ("1", "true", "yes", "on")
+                                if param.kind == "bool" else given[param.name])
+    return LaunchForm(tool, data=data)
+
+
+class Command(BaseCommand):
+    help = "Run an agentic function, drawing its call tree as it grows. Ctrl-C stops the run."
+
+    def add_arguments(self, parser):
+        parser.add_argument("function", help="the function's name (see the catalog or /api/functions/)")
+        parser.add_argument("arguments", nargs="*", metavar="key=value",
+                            help="arguments as the form takes them; repeat a key for a list")
+        parser.add_argument("--user", help="run as this user (default: the local user)")
+
+    def handle(self, *args, **options):
+        try:
+            entry = catalog.get(options["function"])
+        except catalog.UnknownFunction as exc:
+            raise CommandError(str(exc), returncode=2) from None
+        form = form_for(entry.tool, parse_assignments(options["arguments"]))
+        if not form.is_valid():
+            lines = [f"  {name if name != '__all__' else 'arguments'}: {message}"
+                     for name, messages in form.errors.items() for message in messages]
+            raise CommandError(f"invalid arguments for {entry.name}:\n" + "\n".join(lines), returncode=2)
+        user = self._user(options["user"])
+        session = launch(user, entry.name, form.args)
+        console = Console(file=getattr(self.stdout, "_out", self.stdout), highlight=False)
+        console.print(f"Session {session.pk} (as {user.get_username()}); page: /sessions/{session.pk}/",
+                      soft_wrap=True)
+        session = self._watch(session, console)
+        console.line()
+        self._report(session, console)
+
+    def _user(self, username: str | None):
+        if username:
+            user = get_user_model().objects.filter(username=username).first()
+            if user is None:
+                raise CommandError(f"no user named {username!r}", returncode=2)
+            return user
+        user = default_user()
+        if user is None:
+            raise CommandError("no local user; run `manage.py ensure_local_user` or pass --user NAME",
+                               returncode=2)
+        return user
+
+    def _watch(self, session: Session, console: Console) -> Session:
+        """Redraw the tree until the session ends; the first Ctrl-C requests a stop and keeps watching."""
+        nodes: dict[int, dict] = {}
+        seen_rev = 0
+        stopping = False
+        with Live(build_tree(session.as_dict(), nodes), console=console, refresh_per_second=10) as live:
+            while True:
+                try:
+                    session.refresh_from_db()
+                    if session.rev > seen_rev:
+                        for node in Node.objects.filter(session=session, rev__gt=seen_rev):
+                            nodes[node.pk] = node.as_dict()
+                        seen_rev = session.rev
+                        live.update(build_tree(session.as_dict(), nodes))
+                    if session.is_terminal:
+                        return session
+                    time.sleep(POLL_S)
+                except KeyboardInterrupt:
+                    if stopping:
+                        raise CommandError("interrupted again; leaving the run to stop on its own",
+                                           returncode=130) from None
+                    stopping = True
+                    console.print("Stopping… (Ctrl-C again to leave without waiting)")
+                    request_stop(session.pk)
+
+    def _report(self, session: Session, console: Console) -> None:
+        if session.status == Session.Status.COMPLETED:
+            result = session.result
+            console.print(result if isinstance(result, str) else json.dumps(result, indent=2, ensure_ascii=False),
+                          markup=False)
+            return
+        raise CommandError(f"session {session.pk} ended {session.status}: {session.error}",
+                           returncode=EXIT_CODES[session.status])
