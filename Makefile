@@ -22,6 +22,7 @@ setup: $(STAMP)
 
 run: setup
 	@$(BIN)/python manage.py ensure_local_user
+	@$(BIN)/python manage.py interrupt_orphaned_runs
 	$(BIN)/daphne -b $(HOST) -p $(PORT) openprogram_web.asgi:application
 
 # Every test: first on the embedded default (SQLite, in-memory layer), then the Django tests again on
