@@ -354,6 +354,39 @@ def test_a_plain_executor_submit_loses_the_budget_and_runtime_submit_carries_it(
             runtime.submit(pool, model_call).result()
 
 
+def test_runtime_parallel_tool_dispatch_carries_the_budget():
+    # A model asks for eight delegations in one reply; the runtime runs them in parallel threads.
+    # The coordinator's own first call plus five delegations use the six calls; three are refused,
+    # and the coordinator's next call is refused too.
+    from runtime.providers.scripted import ScriptedProvider
+
+    outcomes = []
+
+    @agentic_function
+    def delegate(task: str, runtime=None) -> str:
+        """Do one piece of the work."""
+        try:
+            outcomes.append(runtime.llm(task))
+        except BudgetExceeded as exc:
+            outcomes.append(f"refused at {' → '.join(exc.path)}")
+        return "ok"
+
+    @agentic_function(budget=Budget(max_llm_calls=6))
+    def coordinator(runtime=None) -> str:
+        """Split the work."""
+        return runtime.exec("split the work", tools=[delegate])
+
+    provider = ScriptedProvider(
+        [{"tool_calls": [{"name": "delegate", "arguments": {"task": f"part {n}"}} for n in range(8)]}]
+        + ["done"] * 5)
+    with pytest.raises(BudgetExceeded) as caught:
+        coordinator(runtime.Runtime(provider=provider))
+    assert sorted(outcomes) == ["done"] * 5 + ["refused at coordinator → delegate"] * 3
+    assert (caught.value.dimension, caught.value.limit, caught.value.path) == (
+        "llm_calls", 6, ["coordinator"])
+    assert len(provider.requests) == 6
+
+
 async def test_eight_parallel_delegations_in_asyncio_admit_exactly_five():
     outcomes = []
     everyone_asked = asyncio.Barrier(8)
