@@ -238,9 +238,12 @@ class Dispatcher:
         needed = _call_gate(rule, arguments) if callable(rule) else True
         if not needed:
             return
-        if self.unattended or self.approver is None:
+        if self.unattended:
             raise Refusal(f"tool {tool.tool_name!r} requires approval, and this run is unattended "
                           f"(no one can approve it); do the work another way")
+        if self.approver is None:
+            raise Refusal(f"tool {tool.tool_name!r} requires approval, and no approver is configured "
+                          f"(Runtime(approver=...)); do the work another way")
         if not self.approver(tool.tool_name, arguments):
             raise Refusal(f"approval to run tool {tool.tool_name!r} was denied")
 

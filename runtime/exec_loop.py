@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 from typing import Optional
 
-from .context import _current_frame
+from .context import _current_frame, _current_runtime
 from .dispatch import Dispatcher
 from .function import _current_tool_policy
 from .messages import ModelRequest
@@ -35,6 +35,19 @@ def run_exec(runtime, content, *, tools=None, toolset=None, tools_allow=None, to
         raise ValueError(f"max_iterations must be a positive integer, got {max_iterations!r}")
     if timeout_s is not None and (not isinstance(timeout_s, (int, float)) or timeout_s <= 0):
         raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
+    token = _current_runtime.set(runtime) if _current_runtime.get() is not runtime else None
+    try:
+        return _loop(runtime, content, tools=tools, toolset=toolset, tools_allow=tools_allow,
+                     tools_deny=tools_deny, tool_choice=tool_choice, max_iterations=max_iterations,
+                     timeout_s=timeout_s, model=model)
+    finally:
+        if token is not None:
+            _current_runtime.reset(token)
+
+
+def _loop(runtime, content, *, tools, toolset, tools_allow, tools_deny, tool_choice, max_iterations,
+          timeout_s, model) -> str:
+    """The loop itself, with `runtime` current so the tools it calls run on it too."""
     frame = _current_frame.get()
     provider, model_name = runtime.provider_for(model)
     offered = resolve_offered_tools(runtime, tools=tools, toolset=toolset, tools_allow=tools_allow,
@@ -56,6 +69,7 @@ def run_exec(runtime, content, *, tools=None, toolset=None, tools_allow=None, to
                                tool_choice=tool_choice if specs else "none", model=model_name,
                                timeout_s=remaining)
         reply = call_model(provider, request, frame)
+        runtime.add_usage(reply.usage)
         messages.append(reply.as_message())
         reply_text = reply.text
         if not reply.tool_calls:
@@ -73,4 +87,6 @@ def run_llm(runtime, content, *, model: Optional[str] = None, timeout_s: Optiona
     provider, model_name = runtime.provider_for(model)
     request = ModelRequest(system=runtime.system or "", messages=[user_turn(content, frame)], tools=[],
                            tool_choice="none", model=model_name, timeout_s=timeout_s)
-    return call_model(provider, request, frame).text
+    reply = call_model(provider, request, frame)
+    runtime.add_usage(reply.usage)
+    return reply.text

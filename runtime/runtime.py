@@ -76,6 +76,7 @@ class Runtime:
         self.approver = approver
         self.results_dir = results_dir
         self.tool_cache = ResultCache()
+        self.usage = {"model_calls": 0, "input_tokens": 0, "output_tokens": 0}
         self.closed = False
         if self._provider is not None and model:
             self._default_model = split_model_spec(model)[1] if ":" in model else model
@@ -115,6 +116,13 @@ class Runtime:
             if other is None:
                 other = self._others[name] = create_provider(name, model_name)
         return other, model_name or other.model
+
+    def add_usage(self, usage: dict) -> None:
+        """Count one model call's tokens into `self.usage` (totals over this runtime's life)."""
+        with self._lock:
+            self.usage["model_calls"] += 1
+            self.usage["input_tokens"] += int(usage.get("input_tokens") or 0)
+            self.usage["output_tokens"] += int(usage.get("output_tokens") or 0)
 
     # -- calling it ---------------------------------------------------------------------------
 

@@ -157,6 +157,39 @@ def test_timeout_gives_the_model_an_error_and_closes_the_node_as_error():
     assert [name for name, *_ in log.exits].count("slow_tool") == 1  # the late exit is not recorded again
 
 
+def test_an_abandoned_tool_cannot_make_model_calls_after_its_timeout():
+    release, finished = threading.Event(), threading.Event()
+    outcome = []
+
+    @function(timeout=0.05)
+    def stubborn(runtime=None) -> str:
+        """Keeps going after its timeout."""
+        release.wait(10)
+        try:
+            runtime.llm("one more question")
+        except BaseException as exc:
+            outcome.append(exc)
+        finished.set()
+        return "late"
+
+    provider = ScriptedProvider([call("stubborn"), "moved on", "must not be used"])
+    assert Runtime(provider=provider).exec("go", tools=[stubborn]) == "moved on"
+    release.set()
+    assert finished.wait(10)
+    assert type(outcome[0]).__name__ == "ToolTimeoutError" and "stubborn" in str(outcome[0])
+    assert provider.remaining == 1
+
+
+def test_approval_without_an_approver_when_attended_says_none_is_configured():
+    @function(requires_approval=True)
+    def pay(amount: int) -> str:
+        """Pay money."""
+        return "paid"
+
+    _, results, _ = run([call("pay", amount=1), "ok"], tools=[pay], unattended=False)
+    assert "no approver is configured" in results[0]
+
+
 def test_cache_returns_the_stored_result_within_the_ttl():
     runs = []
 

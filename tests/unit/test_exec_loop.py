@@ -133,6 +133,19 @@ def test_a_real_budget_caps_the_model_calls_of_one_exec():
     assert len(provider.requests) == 2
 
 
+def test_token_usage_is_totalled_on_the_runtime():
+    @function
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    runtime = Runtime(provider=ScriptedProvider([{"tool_calls": [{"name": "ping"}]}, "done", "again"]))
+    runtime.exec("go", tools=[ping])
+    runtime.llm("and once more")
+    assert runtime.usage["model_calls"] == 3
+    assert runtime.usage["input_tokens"] > 0 and runtime.usage["output_tokens"] > 0
+
+
 def test_max_iterations_bounds_the_loop():
     @function
     def again() -> str:
@@ -175,6 +188,19 @@ def test_content_must_be_text_or_blocks():
         Runtime(provider=ScriptedProvider(["x"])).exec(42)
     with pytest.raises(TypeError, match=r"content\[0\]"):
         Runtime(provider=ScriptedProvider(["x"])).exec([{"text": "no type"}])
+
+
+def test_tools_called_by_a_top_level_exec_run_on_its_runtime():
+    provider = ScriptedProvider([{"tool_calls": [{"name": "helper"}]}, "inner answer", "outer answer"])
+
+    @function
+    def helper(runtime=None) -> str:
+        """Asks the model itself."""
+        return runtime.llm("inner question")
+
+    runtime = Runtime(provider=provider)
+    assert runtime.exec("go", tools=[helper]) == "outer answer"
+    assert provider.remaining == 0 and len(provider.requests) == 3
 
 
 def test_llm_uses_the_runtime_of_the_call_chain_and_offers_no_tools():
