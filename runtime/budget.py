@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Any, Optional
+from typing import Any, NoReturn, Optional
 
 from .context import _current_budget, _current_frame, _current_recorder
 from .errors import BudgetExceeded
@@ -68,7 +68,8 @@ class Budget:
     """The limits of a delegation tree; `None` means "no limit" for that dimension.
 
     Reusable: every `with`/`async with` block and every call of a function decorated with
-    `budget=` opens a fresh `BudgetScope` from it. `snapshot()` reports the most recently opened one.
+    `budget=` opens a fresh `BudgetScope` from it (`with Budget(...) as scope:` gives the block's).
+    `snapshot()` reports the most recently opened one.
     """
 
     def __init__(self, max_depth: Optional[int] = None, max_llm_calls: Optional[int] = None,
@@ -391,7 +392,7 @@ def _breach(scope: BudgetScope, dimension: str, limit, observed, frame, what: st
     return error, scope.root
 
 
-def _raise(breach) -> None:
+def _raise(breach) -> NoReturn:
     error, root = breach
     _notify_recorder(root)
     raise error
