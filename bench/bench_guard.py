@@ -3,6 +3,7 @@
 - the per-name depth guard: @agentic_function against @function, the same wrapper without the guard;
 - a frame entered under an active Budget, against the same call with no budget;
 - a function carrying its own `budget=` template (a fresh scope per call);
+- runtime.budget's own share of a frame entry: enter_frame() + exit_frame() called directly;
 - admitting one model call: reserve_llm_call() + commit().
 """
 import os
@@ -14,7 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from _timing import per_call_seconds  # noqa: E402
 
 from runtime import Budget, agentic_function, function  # noqa: E402
-from runtime.budget import reserve_llm_call  # noqa: E402
+from runtime.budget import enter_frame, exit_frame, reserve_llm_call  # noqa: E402
 
 
 @function(register_globally=False)
@@ -34,6 +35,11 @@ def self_budgeted(x):
 
 def model_call():
     reserve_llm_call().commit(1)
+
+
+def budget_hooks_alone():
+    # The frame is only read on a breach, which a budget this deep never reaches.
+    exit_frame(enter_frame(None, None))
 
 
 def _interleaved(variants: dict, rounds: int = 15, number: int = 20_000) -> dict:
@@ -71,9 +77,11 @@ def main() -> None:
         "template": (nullcontext, lambda: self_budgeted(1)),
         # A huge allowance: the scope is shared, so every timed call spends from it.
         "admission": (lambda: Budget(max_llm_calls=10**9), model_call),
+        "hooks_alone": (lambda: Budget(max_depth=10**9), budget_hooks_alone),
     })
     wrapper, guard, in_budget = t["wrapper"], t["guard"], t["in_budget"]
     in_three_budgets, template, admission = t["in_three_budgets"], t["template"], t["admission"]
+    hooks_alone = t["hooks_alone"]
 
     print(f"{'call':52} {'µs/call':>9} {'added ns':>10} {'ratio':>8}")
     print(_row("@function (core wrapper, no guard)", wrapper))
@@ -81,6 +89,7 @@ def main() -> None:
     print(_row("@agentic_function inside `with Budget(...)`", in_budget, guard))
     print(_row("@agentic_function inside three nested Budgets", in_three_budgets, guard))
     print(_row("@agentic_function(budget=Budget(...)) (own scope)", template, guard))
+    print(_row("budget.enter_frame() + exit_frame() alone", hooks_alone))
     print(_row("reserve_llm_call() + commit() under a Budget", admission))
     print(f"guard: {(guard - wrapper) * 1e9:.0f} ns per call, {guard / wrapper:.2f}x the core wrapper; "
           f"budget frame entry: {(in_budget - guard) * 1e9:.0f} ns more")
