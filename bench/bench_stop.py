@@ -1,0 +1,111 @@
+"""Stop latency: from the stop request to the session being `cancelled` in the database.
+
+Issue 6 asks that a stop acts within one second on the examples. Measured here, over several trials each,
+with the stop pressed at a random moment once the run is under way:
+
+- `slow_count` (the example, default delay 0.5 s between counts), stopped from this process (the API's
+  path: persist the flag, signal the run's event) and from "another process" (only the flag is written;
+  the run's watcher thread finds it by polling the database);
+- a run on the simulated model making model call after model call, stopped from this process: the stop
+  lands at a model-call boundary.
+
+Runs against a throwaway SQLite database (or DATABASE_URL if set), with the in-process executor.
+"""
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TRIALS = int(os.environ.get("BENCH_STOP_TRIALS", "15"))
+POLL_S = 0.002
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "openprogram_web.settings")
+os.environ.setdefault("OPENPROGRAM_VAR_DIR", tempfile.mkdtemp(prefix="bench-stop-"))
+os.environ["OPENPROGRAM_FUNCTION_MODULES"] = "examples.functions,__main__"
+for _key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OPENPROGRAM_MODEL"):
+    os.environ.pop(_key, None)  # the offline simulated model
+sys.path.insert(0, ROOT)
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+
+from dag import revisions, runs  # noqa: E402
+from dag.launch import launch  # noqa: E402
+from dag.models import Node, Session  # noqa: E402
+from runtime import agentic_function  # noqa: E402
+from runtime.runtime import llm  # noqa: E402
+
+
+@agentic_function
+def chatter(rounds: int = 100000) -> int:
+    """Ask the model one short question after another (a long run on the simulated model)."""
+    for i in range(rounds):
+        llm(f"Say something about round {i}.")
+    return rounds
+
+
+def wait_until(predicate, timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(POLL_S)
+    raise RuntimeError("timed out: the run did not get under way or did not stop")
+
+
+def trial(owner, function: str, args: dict, stop) -> float:
+    """Seconds from the stop request to `cancelled` being stored, for one run."""
+    session = launch(owner, function, args)
+    wait_until(lambda: Node.objects.filter(session=session).count() >= 3)
+    time.sleep(random.uniform(0, 0.5))
+    started = time.perf_counter()
+    stop(session.pk)
+    wait_until(lambda: Session.objects.filter(pk=session.pk, status=Session.Status.CANCELLED).exists())
+    return time.perf_counter() - started
+
+
+def from_another_process(session_id) -> None:
+    # What a stop in another server process leaves for this one: the persisted flag, no signal.
+    revisions.update_session(session_id, unless_terminal=True, cancel_requested=True)
+
+
+def report(name: str, samples: list[float]) -> None:
+    ms = sorted(s * 1000 for s in samples)
+    p95 = ms[min(len(ms) - 1, int(round(0.95 * (len(ms) - 1))))]
+    print(f"{name:<52} median {statistics.median(ms):7.1f} ms   p95 {p95:7.1f} ms   max {ms[-1]:7.1f} ms   "
+          f"(n={len(ms)}; {sum(1 for s in ms if s < 1000)}/{len(ms)} within 1 s)")
+
+
+def main() -> None:
+    call_command("migrate", verbosity=0)
+    owner = get_user_model().objects.create(username=f"bench-stop-{uuid.uuid4().hex[:8]}")
+    random.seed(6)
+    try:
+        print(f"stop latency, request -> session cancelled ({TRIALS} trials each; "
+              f"database: {django.db.connection.vendor})")
+        cases = [
+            ("slow_count(n=1000, delay_s=0.5), stop in-process", "slow_count", {"n": 1000, "delay_s": 0.5},
+             runs.request_stop),
+            ("slow_count(n=1000, delay_s=0.5), stop from elsewhere", "slow_count", {"n": 1000, "delay_s": 0.5},
+             from_another_process),
+            ("simulated-model run (model call after model call)", "chatter", {}, runs.request_stop),
+        ]
+        for name, function, args, stop in cases:
+            report(name, [trial(owner, function, args, stop) for _ in range(TRIALS)])
+    finally:
+        owner.delete()
+
+
+if __name__ == "__main__":
+    main()
