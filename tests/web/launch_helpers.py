@@ -8,6 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from runtime import agentic_function
+from runtime.providers.base import Provider
 
 MODULE = __name__
 
@@ -37,6 +38,27 @@ def echo(text: str) -> str:
 def explode(message: str = "boom") -> str:
     """Raise an error with the message."""
     raise RuntimeError(message)
+
+
+class HangingProvider(Provider):
+    """A model whose answer never comes, but whose request a stop can abandon (as the SDK providers do)."""
+
+    name = "hanging"
+    supports_cancel = True
+
+    def complete(self, request, check=None):
+        deadline = time.monotonic() + 30  # a bound so a broken stop fails the test instead of hanging it
+        while time.monotonic() < deadline:
+            if check is not None:
+                check()
+            time.sleep(0.01)
+        raise TimeoutError("the hanging model was never abandoned")
+
+
+@agentic_function
+def ask_hanging_model(question: str = "anything?", runtime=None) -> str:
+    """Ask a model that never answers."""
+    return runtime.llm(question, model=f"{__name__}.HangingProvider")
 
 
 @pytest.fixture

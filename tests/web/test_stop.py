@@ -10,7 +10,8 @@ from dag import revisions, runs, stop
 from dag.launch import launch
 from dag.models import Node, Session
 
-from .launch_helpers import fast_hashing, other_user, user, wait_for, wait_for_end  # noqa: F401 (fixtures)
+from .launch_helpers import (fast_hashing, other_user, test_functions, user, wait_for,  # noqa: F401 (fixtures)
+                             wait_for_end)
 
 
 @pytest.fixture
@@ -191,3 +192,15 @@ def test_orphaned_sessions_are_interrupted_at_startup(user):
     assert running.status == queued.status == "interrupted" and done.status == "completed"
     node.refresh_from_db()
     assert node.status == "interrupted"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_stop_abandons_an_in_flight_model_request(user, test_functions):
+    session = launch(user, "ask_hanging_model", {})
+    wait_for(lambda: Node.objects.filter(session=session, kind="llm", status="running").exists(),
+             what="the model request to be in flight")
+    runs.request_stop(session.pk)
+    assert wait_for_end(session).status == "cancelled"
+    [model_call] = Node.objects.filter(session=session, kind="llm")
+    assert model_call.status == "cancelled"
+    assert_nothing_left_running(session)
