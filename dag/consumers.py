@@ -1,9 +1,11 @@
 """The live stream of one session's DAG: `ws/sessions/{id}/?since_rev=R`.
 
 Protocol (server -> client, JSON):
-- `{"type": "snapshot", "session": {...}, "nodes": [...], "rev": R, "since_rev": S}`: the state up to
-  revision R. `since_rev` null means the full DAG (replace); a number means only rows changed after S
-  (merge). Sent on connect, and again whenever the server repairs a gap from the database.
+- `{"type": "snapshot", "session": {...}, "nodes": [...], "rev": R, "since_rev": S, "more": M}`: the
+  state up to revision R. `since_rev` null means the full DAG (replace); a number means only rows
+  changed after S (merge). Sent on connect, and again whenever the server repairs a gap from the
+  database. A large snapshot continues in `{"type": "snapshot_more", "nodes": [...], "rev": R,
+  "more": M}` frames until `more` is false (see dag.stream_frames: frames stay under 1 MiB).
 - `{"type": "node"|"session", "rev": R, ...}` and `{"type": "batch", "items": [...], "rev": R}`: live
   changes, contiguous in rev order after the snapshot.
 - `{"type": "heartbeat", "rev": R}` every `OPENPROGRAM_WS_HEARTBEAT_S` seconds.
@@ -27,6 +29,7 @@ from django.conf import settings
 
 from . import broadcast
 from .models import Node, Session
+from .stream_frames import live_frames, snapshot_frames
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +64,7 @@ def parse_stream_request(session_id: str, query_string: bytes) -> tuple[uuid.UUI
 
 
 def read_changes(session_id: uuid.UUID, since_rev: int | None) -> dict | None:
-    """A snapshot message: the session and its nodes changed after `since_rev` (all if None).
+    """A snapshot: the session and its nodes changed after `since_rev` (all if None), and the rev.
 
     The session row is read first: every change up to its rev was committed with that rev bump, so
     the node read that follows reflects at least all of them (later rows may be included; clients
@@ -76,7 +79,6 @@ def read_changes(session_id: uuid.UUID, since_rev: int | None) -> dict | None:
     if since_rev is not None:
         nodes = nodes.filter(rev__gt=since_rev)
     return {
-        "type": "snapshot",
         "session": session.as_dict(),
         "nodes": [node.as_dict() for node in nodes.order_by("seq").iterator(chunk_size=2000)],
         "rev": session.rev,
@@ -148,9 +150,8 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
                     break
                 fresh.append(item)
                 self.rev = rev
-            if fresh:
-                await self.send_json(fresh[0] if len(fresh) == 1 else
-                                     {"type": "batch", "items": fresh, "rev": self.rev})
+            for frame in live_frames(fresh) if fresh else ():
+                await self.send(text_data=frame)
             if gap:
                 await self._send_changes(self.rev)
 
@@ -161,7 +162,8 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=CLOSE_NOT_FOUND, reason="no such session")
             return False
         self.rev = snapshot["rev"] if self.rev is None else max(self.rev, snapshot["rev"])
-        await self.send_json(snapshot)
+        for frame in snapshot_frames(**snapshot):
+            await self.send(text_data=frame)
         return True
 
     async def _beat(self):

@@ -24,7 +24,7 @@ export function clear(node) {
 }
 
 export const STATUS_ICONS = {
-  queued: "○", running: "●", completed: "✓", error: "✕", cancelled: "⊘", refused: "⛔",
+  queued: "○", running: "●", completed: "✓", error: "✕", cancelled: "⊘", refused: "⊗",
   interrupted: "⚠", cancelling: "◌",
 };
 

@@ -1,6 +1,7 @@
 // The live session page: wires the stream to the tree model, the windowed tree, the gauge, the header
 // and the details panel. Changes are applied to the model as they arrive and drawn once per frame.
 
+import {TERMINAL_SESSION} from "./dom.js";
 import {renderDetails} from "./live/details.js";
 import {depthStats, renderGauge} from "./live/gauge.js";
 import {SessionHeader} from "./live/header.js";
@@ -17,7 +18,10 @@ const header = new SessionHeader(root, root.dataset.stopUrl);
 const followBox = find("follow");
 const chip = find("new-chip");
 const detailsPanel = find("details");
-const state = {selectedId: null, follow: true, unseen: 0, frame: 0, detailsDirty: false};
+// revealPending: new nodes arrived that following should bring into view (a finished run opened later
+// starts at the top instead).
+const state = {selectedId: null, follow: true, unseen: 0, frame: 0, detailsDirty: false, revealPending: false,
+  snapshotFollows: true};
 
 const view = new TreeView(find("tree"), find("canvas"), model, {
   ceiling,
@@ -64,7 +68,8 @@ function schedule() {
 function draw() {
   state.frame = 0;
   view.render();
-  if (state.follow) revealNewest();
+  if (state.follow && state.revealPending) revealNewest();
+  state.revealPending = false;
   renderGauge(find("gauge"), depthStats(model.nodes), {ceiling, onSelect: select});
   find("tree-count").textContent = `${model.size} node${model.size === 1 ? "" : "s"}`;
   if (state.detailsDirty) {
@@ -74,9 +79,12 @@ function draw() {
   renderChip();
 }
 
-function applyNode(node) {
+function applyNode(node, follow = true) {
   const change = model.upsert(node);
-  if (change === "added" && !state.follow) state.unseen += 1;
+  if (change === "added" && follow) {
+    state.revealPending = true;
+    if (!state.follow) state.unseen += 1;
+  }
   if (change && node.id === state.selectedId) state.detailsDirty = true;
 }
 
@@ -87,9 +95,15 @@ const stream = new SessionStream(root.dataset.wsPath, {
       model.reset();
       Object.assign(model, keep); // a full resync keeps what the user opened and closed
     }
-    for (const node of message.nodes) applyNode(node);
+    // Opening a finished run starts at the top; a running one (or a catch-up) follows its newest node.
+    state.snapshotFollows = !(TERMINAL_SESSION.has(message.session.status) && message.since_rev === null);
+    for (const node of message.nodes) applyNode(node, state.snapshotFollows);
     header.update(message.session);
     if (state.selectedId !== null) state.detailsDirty = true;
+    schedule();
+  },
+  onSnapshotMore(message) {
+    for (const node of message.nodes) applyNode(node, state.snapshotFollows);
     schedule();
   },
   onChanges(items) {
@@ -111,7 +125,7 @@ find("collapse-all").addEventListener("click", () => { model.collapseAll(); setF
 window.addEventListener("resize", schedule);
 // Running durations tick; the rows' signatures change once a second, so only those rows redraw.
 setInterval(() => {
-  if (header.session && !["completed", "error", "cancelled", "interrupted"].includes(header.session.status)) {
+  if (header.session && !TERMINAL_SESSION.has(header.session.status)) {
     header.render();
     schedule();
   }

@@ -5,6 +5,7 @@ Changes are written the way the recorder writes them: bump the session's rev, st
 after commit.
 """
 import asyncio
+import json
 import threading
 
 import pytest
@@ -15,7 +16,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.test import Client
 
-from dag import broadcast
+from dag import broadcast, stream_frames
 from dag.models import Node, Session
 from dag.routing import websocket_urlpatterns
 
@@ -81,16 +82,19 @@ class Mirror:
         self.session = None
         self.nodes = {}
         self.kinds = []
+        self.snapshot_open = False
 
     def apply(self, message):
         self.kinds.append(message["type"])
         if message["type"] == "snapshot":
+            assert not self.snapshot_open, "a snapshot began before the previous one ended"
             if message["since_rev"] is None:
                 self.nodes = {}
-            for node in message["nodes"]:
-                self._keep(node)
             self.session = message["session"]
-            self.rev = message["rev"] if self.rev is None else max(self.rev, message["rev"])
+            self._snapshot_part(message)
+        elif message["type"] == "snapshot_more":
+            assert self.snapshot_open, "snapshot_more without a snapshot"
+            self._snapshot_part(message)
         elif message["type"] == "batch":
             for item in message["items"]:
                 self.apply_change(item)
@@ -99,7 +103,15 @@ class Mirror:
         else:
             self.apply_change(message)
 
+    def _snapshot_part(self, message):
+        for node in message["nodes"]:
+            self._keep(node)
+        self.snapshot_open = message["more"]
+        if not message["more"]:  # the revision counts only once the whole snapshot is in
+            self.rev = message["rev"] if self.rev is None else max(self.rev, message["rev"])
+
     def apply_change(self, item):
+        assert not self.snapshot_open, "a live change inside a snapshot"
         assert item["rev"] == self.rev + 1, f"gap or disorder: rev {item['rev']} after {self.rev}"
         self.rev = item["rev"]
         if item["type"] == "node":
@@ -295,6 +307,40 @@ def test_in_process_listeners_still_receive_every_message(session):
         broadcast.unsubscribe(listener)
     record_node(session.pk, name="after")
     assert received == [(str(session.pk), [1]), (str(session.pk), [2])]
+
+
+async def test_a_large_snapshot_is_split_into_frames_under_the_payload_limit(owner, session):
+    def many_nodes():
+        Node.objects.bulk_create([Node(session=session, seq=i, kind="code", name="w", rev=i + 1,
+                                       input={"text": "x" * 400}) for i in range(3000)])
+        Session.objects.filter(pk=session.pk).update(rev=3000, node_count=3000)
+
+    await database_sync_to_async(many_nodes)()
+    comm = communicator(owner, session.pk)
+    await comm.connect(timeout=TIMEOUT)
+    mirror, sizes = Mirror(), []
+    while mirror.rev is None:
+        output = await comm.receive_output(timeout=TIMEOUT)
+        sizes.append(len(output["text"]))
+        mirror.apply(json.loads(output["text"]))
+    await comm.disconnect()
+    assert mirror.kinds[0] == "snapshot" and mirror.kinds[1:] == ["snapshot_more"] * (len(sizes) - 1)
+    assert len(sizes) >= 2 and max(sizes) <= stream_frames.FRAME_LIMIT
+    assert len(mirror.nodes) == 3000 and mirror.rev == 3000
+
+
+async def test_a_huge_node_is_streamed_with_its_big_fields_cut(owner, session):
+    comm = communicator(owner, session.pk)
+    await comm.connect(timeout=TIMEOUT)
+    mirror = Mirror()
+    mirror.apply(await comm.receive_json_from(timeout=TIMEOUT))
+    node = await database_sync_to_async(record_node)(session.pk, output="y" * 2_000_000, input={"q": 1})
+    output = await comm.receive_output(timeout=TIMEOUT)
+    await comm.disconnect()
+    assert len(output["text"]) <= stream_frames.FRAME_LIMIT
+    streamed = json.loads(output["text"])["node"]
+    assert streamed["id"] == node.pk and streamed["truncated"] == ["output"]
+    assert streamed["input"] == {"q": 1} and streamed["output"].startswith("yyyy")
 
 
 # --- access control and parameters ---------------------------------------------------------------

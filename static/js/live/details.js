@@ -18,6 +18,10 @@ export function renderDetails(panel, model, id, {ceiling, onSelect}) {
       el("span", {class: `badge status-${node.status}`, text: node.status})),
     facts(node, ceiling),
   );
+  if (node.truncated && node.truncated.length) {
+    panel.append(el("p", {class: "notice", text: `Too large to stream in full: ${node.truncated.join(", ")}. ` +
+      "The database keeps the whole value; the session export has it."}));
+  }
   if (node.error) panel.append(section("Error", el("pre", {class: "error-text", text: node.error})));
   if (node.kind === "llm") appendExchange(panel, node);
   else appendCall(panel, node);
@@ -40,7 +44,7 @@ function facts(node, ceiling) {
     ["Kind", node.kind === "llm" ? "model call" : "function call"],
     ["Seq", `#${node.seq}`],
     ["Depth", String(node.depth)],
-    ["Nesting", node.kind === "code" ? `${node.name_depth} of ${ceiling} (${node.name})` : null],
+    ["Nesting", node.kind === "code" && node.name_depth > 0 ? `${node.name_depth} of ${ceiling} (${node.name})` : null],
     ["Started", formatTime(node.started_at)],
     ["Duration", formatDuration(duration)],
     ["Model", node.model || null],
@@ -96,7 +100,16 @@ function appendExchange(panel, node) {
 function messageItem(role, content) {
   return el("li", {class: `message role-${String(role).split(" ")[0]}`},
     el("div", {class: "role", text: role}),
-    el("pre", {class: "message-text", text: pretty(content)}));
+    el("pre", {class: "message-text", text: contentText(content)}));
+}
+
+/** Message content as a person reads it: text blocks as their text, anything else as JSON. */
+function contentText(content) {
+  if (typeof content === "string") return pretty(content);
+  if (Array.isArray(content) && content.every((block) => block && typeof block === "object")) {
+    return pretty(content.map((block) => (block.type === "text" && typeof block.text === "string" ? block.text : JSON.stringify(block, null, 2))).join("\n\n"));
+  }
+  return pretty(content);
 }
 
 function section(title, body) {

@@ -49,11 +49,11 @@ export function renderGauge(box, stats, {ceiling, onSelect}) {
   const marks = el("div", {class: "gauge-marks"});
   if (stats.refused.length) {
     marks.append(el("button", {type: "button", class: "flag flag-refused", dataset: {role: "refused"},
-      text: `⛔ ${stats.refused.length} refused by the depth guard`, onclick: () => onSelect(stats.refused[0].id)}));
+      text: `⊗ ${stats.refused.length} refused by the depth guard`, onclick: () => onSelect(stats.refused[0].id)}));
   }
   if (stats.budget.length) {
     marks.append(el("button", {type: "button", class: "flag flag-budget", dataset: {role: "budget-breach"},
-      text: `⛔ ${stats.budget.length} over budget`, onclick: () => onSelect(stats.budget[0].id)}));
+      text: `⊗ ${stats.budget.length} over budget`, onclick: () => onSelect(stats.budget[0].id)}));
   }
   if (!stats.refused.length && !stats.budget.length) marks.append(el("span", {class: "muted small", text: "no refused calls"}));
   box.append(marks);

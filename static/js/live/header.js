@@ -73,7 +73,9 @@ export class SessionHeader {
     this.meta.textContent = parts.join(" · ");
     this.renderBudget(session.budget, session.budget_spend);
     if (session.status === "error" && session.error) this.showOutcome(session.error, "error");
-    else if (session.status === "completed") this.showOutcome(`Result: ${pretty(session.result, 400)}`, "ok");
+    else if (session.status === "completed") {
+      this.showOutcome(session.result === null ? "Completed." : `Result: ${pretty(session.result, 400)}`, "ok");
+    }
     else if (session.status === "cancelled") this.showOutcome("Stopped on request.", "muted");
     else if (session.status === "interrupted") this.showOutcome(session.error || "The process running this session ended.", "error");
   }

@@ -10,7 +10,7 @@ const MAX_BACKOFF_MS = 8000;
 export class SessionStream {
   /**
    * @param {string} path  e.g. /ws/sessions/<id>/
-   * @param {object} handlers  onSnapshot(msg), onChanges(items), onState("live"|"reconnecting"|"closed", detail)
+   * @param {object} handlers  onSnapshot(msg), onSnapshotMore(msg), onChanges(items), onState("live"|"reconnecting"|"closed", detail)
    * @param {number} heartbeatS  the server's heartbeat interval; silence for 3x that means a dead socket
    */
   constructor(path, handlers, heartbeatS = 5) {
@@ -78,8 +78,11 @@ export class SessionStream {
       case "snapshot":
         this.backoffMs = 250;
         this.handlers.onSnapshot(message);
-        this.rev = this.rev === null || message.since_rev === null ? message.rev : Math.max(this.rev, message.rev);
-        this.handlers.onState("live");
+        this.finishSnapshot(message);
+        break;
+      case "snapshot_more": // a large snapshot continues over several frames
+        this.handlers.onSnapshotMore(message);
+        this.finishSnapshot(message);
         break;
       case "batch":
         this.apply(message.items);
@@ -94,6 +97,12 @@ export class SessionStream {
       default:
         break; // a newer server may send more kinds; ignoring them keeps old pages working
     }
+  }
+
+  finishSnapshot(message) {
+    if (message.more) return; // the revision counts only once every part is in
+    this.rev = this.rev === null ? message.rev : Math.max(this.rev, message.rev);
+    this.handlers.onState("live");
   }
 
   apply(items) {

@@ -39,16 +39,21 @@ export class TreeView {
     const first = Math.max(0, Math.floor(top / ROW_HEIGHT) - OVERSCAN);
     const last = Math.min(rows.length, Math.ceil((top + this.scroller.clientHeight) / ROW_HEIGHT) + OVERSCAN);
     const wanted = new Set();
+    const ordered = [];
     for (let index = first; index < last; index++) {
       const row = rows[index];
       wanted.add(row.key);
       const signature = this.signature(row, index);
       const drawn = this.drawn.get(row.key);
-      if (drawn && drawn.signature === signature) continue;
+      if (drawn && drawn.signature === signature) {
+        ordered.push(drawn.element);
+        continue;
+      }
       const element = this.draw(row, index);
       if (drawn) drawn.element.replaceWith(element);
       else this.canvas.append(element);
       this.drawn.set(row.key, {element, signature});
+      ordered.push(element);
     }
     for (const [key, drawn] of this.drawn) {
       if (!wanted.has(key)) {
@@ -56,6 +61,9 @@ export class TreeView {
         this.drawn.delete(key);
       }
     }
+    // Keep document order equal to visual order, for screen readers and keyboard users.
+    const children = this.canvas.children;
+    if (ordered.some((element, i) => children[i] !== element)) this.canvas.replaceChildren(...ordered);
   }
 
   /** What a row shows, as a string: the row is redrawn only when this changes. */
@@ -98,7 +106,7 @@ export class TreeView {
     el("span", {class: "args", text: node.kind === "llm" ? llmPreview(node) : preview(node.input)}),
     el("span", {class: "meta"},
       node.status === "refused" ? el("span", {class: "flag flag-refused", text: /budget/i.test(node.error) ? "budget" : "refused"}) : null,
-      node.kind === "code" ? el("span", {class: `depth${atCeiling ? " depth-max" : ""}`, title: `depth ${node.depth}, ${node.name} nesting ${node.name_depth} of ${ceiling}`, text: `d${node.depth} · ${node.name_depth}/${ceiling}`}) : null,
+      node.kind === "code" ? depthBadge(node, ceiling, atCeiling) : null,
       el("span", {class: "tokens", text: formatTokens(node.usage)}),
       el("span", {class: "duration", text: formatDuration(duration)})));
   }
@@ -179,4 +187,14 @@ function llmPreview(node) {
   const head = node.model ? `${node.model}: ` : "";
   if (calls.length) return `${head}→ ${calls.join(", ")}`;
   return head + preview(text ?? "");
+}
+
+/** `d<depth>` for every call; `· <name_depth>/<ceiling>` for agentic ones (plain tools have no counter). */
+function depthBadge(node, ceiling, atCeiling) {
+  const agentic = node.name_depth > 0;
+  return el("span", {
+    class: `depth${atCeiling ? " depth-max" : ""}`,
+    title: agentic ? `depth ${node.depth}; ${node.name} nested ${node.name_depth} of ${ceiling}` : `depth ${node.depth}`,
+    text: agentic ? `d${node.depth} · ${node.name_depth}/${ceiling}` : `d${node.depth}`,
+  });
 }

@@ -1,0 +1,90 @@
+"""Encoding the live stream into websocket frames that fit the server's payload limit.
+
+Daphne's websocket library refuses to send a message over 1 MiB (and drops the connection), while a
+snapshot of ten thousand nodes is several megabytes and one node may hold a huge output. So:
+- every node is encoded once, and a node too large to stream has its big fields cut to a preview
+  (the database keeps them whole; the export has them);
+- lists of nodes are split across frames: a snapshot becomes `snapshot` (with `more: true`) followed by
+  `snapshot_more` frames, the last with `more: false`; a batch becomes several batches, each with the
+  rev of its last item.
+JSON is ASCII-encoded, so a frame's length in characters is its size in bytes.
+"""
+from __future__ import annotations
+
+import json
+from typing import Iterator
+
+FRAME_LIMIT = 900_000  # bytes per websocket message, under autobahn's 1 MiB default
+NODE_LIMIT = 200_000  # bytes one streamed node may take before its big fields are cut
+PREVIEW_CHARS = 2_000
+NODE_FIELDS = ("input", "output", "error", "doc")
+SESSION_FIELDS = ("args", "result", "error")
+
+
+def dumps(value) -> str:
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":"), default=str)
+
+
+def fit(record: dict, fields=NODE_FIELDS) -> str:
+    """The record's JSON, with oversized `fields` replaced by a preview and listed in `truncated`."""
+    text = dumps(record)
+    if len(text) <= NODE_LIMIT:
+        return text
+    record = dict(record)
+    cut = []
+    for field in fields:
+        value = record.get(field)
+        encoded = value if isinstance(value, str) else dumps(value)
+        if len(encoded) > PREVIEW_CHARS:
+            record[field] = encoded[:PREVIEW_CHARS] + f"… ({len(encoded) - PREVIEW_CHARS} more characters)"
+            cut.append(field)
+    record["truncated"] = cut
+    return dumps(record)
+
+
+def encode_item(item: dict) -> str:
+    """One live message ({"type": "node"|"session", "rev", ...}) with its node fitted."""
+    kind = item.get("type")
+    if kind == "node" and isinstance(item.get("node"), dict):
+        return '{"type":"node","rev":%d,"node":%s}' % (item["rev"], fit(item["node"]))
+    if kind == "session" and isinstance(item.get("session"), dict):
+        return '{"type":"session","rev":%d,"session":%s}' % (item["rev"], fit(item["session"], SESSION_FIELDS))
+    return dumps(item)
+
+
+def _chunks(parts: list[str], room: int) -> Iterator[list[str]]:
+    """Consecutive runs of `parts` whose joined size stays within `room` (at least one part each)."""
+    chunk, size = [], 0
+    for part in parts:
+        if chunk and size + len(part) + 1 > room:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(part)
+        size += len(part) + 1
+    yield chunk
+
+
+def snapshot_frames(session: dict, nodes: list[dict], rev: int, since_rev: int | None) -> list[str]:
+    head = '{"type":"snapshot","session":%s,"rev":%d,"since_rev":%s' % (
+        fit(session, SESSION_FIELDS), rev, dumps(since_rev))
+    chunks = list(_chunks([fit(node) for node in nodes], FRAME_LIMIT - len(head) - 64))
+    frames = []
+    for index, chunk in enumerate(chunks):
+        more = "true" if index < len(chunks) - 1 else "false"
+        prefix = head if index == 0 else '{"type":"snapshot_more","rev":%d' % rev
+        frames.append('%s,"more":%s,"nodes":[%s]}' % (prefix, more, ",".join(chunk)))
+    return frames
+
+
+def live_frames(items: list[dict]) -> list[str]:
+    """Contiguous live changes as frames: one change as itself, several as batches."""
+    encoded = [encode_item(item) for item in items]
+    if len(encoded) == 1:
+        return encoded
+    frames = []
+    position = 0
+    for chunk in _chunks(encoded, FRAME_LIMIT - 64):
+        position += len(chunk)
+        last_rev = items[position - 1]["rev"]
+        frames.append('{"type":"batch","rev":%d,"items":[%s]}' % (last_rev, ",".join(chunk)))
+    return frames

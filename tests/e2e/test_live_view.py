@@ -1,0 +1,150 @@
+"""The live view in a real browser: launch from forms, watch the tree grow, stop a run, stay safe and
+fast with hostile text and ten thousand nodes."""
+import re
+
+from playwright.sync_api import expect
+
+from dag.models import Node, Session
+
+SESSION_URL = re.compile(r".*/sessions/([0-9a-f-]{36})/$")
+
+
+def launch_from_form(page, function, fields):
+    page.goto(f"/functions/{function}/")
+    for name, value in fields.items():
+        page.fill(f"[name={name}]", str(value))
+    page.click("form.launch button[type=submit]")
+    page.wait_for_url(SESSION_URL)
+    return SESSION_URL.match(page.url).group(1)
+
+
+def session_status(page):
+    return page.locator("[data-role=session-status]")
+
+
+def rows(page, css=""):
+    return page.locator(f"[data-role=canvas] .row{css}")
+
+
+def test_wiki_agent_nodes_appear_and_complete(page):
+    launch_from_form(page, "wiki_agent", {"question": "How does the recursion guard work?"})
+    expect(page.locator("[data-role=connection]")).to_have_text("live")
+    expect(session_status(page)).to_have_text("completed")
+    expect(rows(page, ".kind-code .name").first).to_have_text("wiki_agent")
+    expect(rows(page, ".kind-llm").first).to_be_visible()
+    expect(rows(page, ".status-running")).to_have_count(0)
+    assert rows(page, ".status-completed").count() >= 3  # the entry call, model calls, note tools
+    rows(page, ".kind-llm").first.click()
+    expect(page.locator("[data-role=details] .breadcrumb .crumb").first).to_have_text("wiki_agent")
+    expect(page.locator("[data-role=details]")).to_contain_text("Messages")
+    page.screenshot(path="/tmp/e2e-wiki-agent.png")
+
+
+def test_runaway_agent_shows_five_frames_the_refused_sixth_and_the_gauge_at_the_ceiling(page):
+    launch_from_form(page, "runaway_agent", {"task": "Summarise the notes"})
+    expect(session_status(page)).to_have_text(re.compile("completed|error"))
+    page.click("[data-role=expand-all]")
+    frames = rows(page, ".kind-code:not(.status-refused)")
+    expect(frames).to_have_count(5)
+    for level in range(1, 6):
+        expect(frames.nth(level - 1).locator(".depth")).to_have_text(f"d{level} · {level}/5")
+    refused = rows(page, ".status-refused")
+    expect(refused).to_have_count(1)
+    expect(refused.locator(".name")).to_have_text("runaway_agent")
+    gauge = page.locator("[data-role=gauge]")
+    expect(gauge).to_have_class(re.compile("at-ceiling"))
+    expect(gauge.locator("[data-role=name-depth]")).to_have_text("5 / 5")
+    expect(gauge.locator("[data-role=refused]")).to_contain_text("1 refused")
+    gauge.locator("[data-role=refused]").click()
+    details = page.locator("[data-role=details]")
+    expect(details).to_contain_text("RecursionError")
+    # The call path: the five frames, then the refused call.
+    expect(details.locator(".breadcrumb .crumb")).to_have_text(["runaway_agent"] * 6)
+    page.screenshot(path="/tmp/e2e-runaway.png")
+
+
+def test_slow_count_is_stopped_from_the_page(page):
+    launch_from_form(page, "slow_count", {"n": 400, "delay_s": 0.1})
+    expect(rows(page, ".kind-code").nth(2)).to_be_visible()  # a few counts are in
+    # Every status the badge shows, in order, so a brief `cancelling` is not missed.
+    page.evaluate("""() => {
+      const badge = document.querySelector('[data-role=session-status]');
+      window.statusSeen = [badge.textContent];
+      new MutationObserver(() => window.statusSeen.push(badge.textContent))
+        .observe(badge, {childList: true, characterData: true, subtree: true});
+    }""")
+    page.click("[data-role=stop]")
+    expect(session_status(page)).to_have_text("cancelled")
+    seen = page.evaluate("window.statusSeen")
+    assert "cancelling" in seen and seen.index("cancelling") < seen.index("cancelled")
+    expect(page.locator("[data-role=stop]")).to_be_hidden()
+    expect(rows(page, ".status-running")).to_have_count(0)
+    assert Session.objects.get(pk=SESSION_URL.match(page.url).group(1)).status == "cancelled"
+
+
+def test_a_running_session_is_stopped_from_the_list(page):
+    session_id = launch_from_form(page, "slow_count", {"n": 400, "delay_s": 0.1})
+    page.goto("/sessions/?status=running")
+    row = page.locator(f"tr[data-session='{session_id}']")
+    row.locator("[data-role=stop]").click()
+    expect(row.locator("[data-role=status]")).to_have_text("cancelled")
+
+
+def make_session(user, **fields):
+    return Session.objects.create(owner=user, function=fields.pop("function", "demo"), **fields)
+
+
+def test_model_output_with_markup_is_shown_as_text(page, user):
+    hostile = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+    session = make_session(user, function="wiki_agent", status="completed", rev=2, node_count=2, result=hostile)
+    code = Node.objects.create(session=session, seq=0, kind="code", name="wiki_agent", status="completed",
+                               input={"question": hostile}, output=hostile, rev=1)
+    Node.objects.create(session=session, seq=1, parent=code, kind="llm", name="llm", status="completed",
+                        input={"messages": [{"role": "user", "content": hostile}]},
+                        output={"text": hostile, "tool_calls": []}, rev=2)
+    page.goto(f"/sessions/{session.id}/")
+    rows(page, ".kind-llm").click()
+    details = page.locator("[data-role=details]")
+    expect(details).to_contain_text("<script>window.__pwned = 1</script>")
+    expect(page.locator("[data-role=outcome]")).to_contain_text("<script>")
+    assert page.locator("main script, main img").count() == 0
+    assert page.evaluate("window.__pwned") is None
+
+
+def make_big_session(user, children=99, grandchildren=100):
+    """An entry call, `children` calls under it, `grandchildren` under each: 10,000 nodes by default.
+
+    Under each child, runs of eleven `work` calls are separated by one `check`, so they fold.
+    """
+    total = 1 + children + children * grandchildren
+    session = make_session(user, function="big_run", status="completed", rev=total, node_count=total)
+    entry = Node.objects.create(session=session, seq=0, kind="code", name="big_run", status="completed",
+                                depth=1, name_depth=1, input={"size": total}, rev=1)
+    middle = Node.objects.bulk_create([
+        Node(session=session, seq=1 + i, parent=entry, kind="code", name="batch" if i % 2 else "plan",
+             status="completed", depth=2, name_depth=1, input={"i": i}, rev=2 + i) for i in range(children)])
+    first = 1 + children
+    Node.objects.bulk_create([
+        Node(session=session, seq=first + p * grandchildren + c, parent=parent, kind="code",
+             name="check" if c % 12 == 0 else "work", status="error" if c == 5 else "completed", depth=3,
+             name_depth=1, input={"p": p, "c": c}, output=c, rev=1 + first + p * grandchildren + c)
+        for p, parent in enumerate(middle) for c in range(grandchildren)], batch_size=2000)
+    return session
+
+
+def test_ten_thousand_nodes_open_and_render(page, user):
+    session = make_big_session(user)
+    page.goto(f"/sessions/{session.id}/")
+    expect(page.locator("[data-role=tree-count]")).to_have_text("10000 nodes")
+    # Runs of eleven `work` calls fold into groups with status counts; only rows near the viewport exist.
+    group = rows(page, ".group").first
+    expect(group.locator(".name")).to_have_text("work ×11")
+    expect(group.locator(".count.status-error")).to_have_text("✕ 1")
+    assert rows(page).count() < 150
+    page.locator("[data-role=tree]").evaluate("tree => { tree.scrollTop = tree.scrollHeight; }")
+    expect(rows(page, ".kind-code .name").last).to_have_text("work")
+    page.click("[data-role=expand-all]")
+    page.locator("[data-role=tree]").evaluate("tree => { tree.scrollTop = tree.scrollHeight / 2; }")
+    expect(rows(page, ".kind-code").first).to_be_visible()
+    assert rows(page).count() < 150
+    page.screenshot(path="/tmp/e2e-10k.png")
