@@ -12,6 +12,10 @@ from runtime.model_call import ModelCall
 from runtime.providers import ScriptedProvider, SimProvider
 from runtime.runtime import Runtime, create_runtime, llm
 
+from .fakes.fixtures import empty_registry  # noqa: F401 (a fixture, used through pytestmark)
+
+pytestmark = pytest.mark.usefixtures("empty_registry")
+
 
 @pytest.fixture
 def hook():
