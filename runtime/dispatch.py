@@ -1,7 +1,7 @@
 """Running the tool calls a model asked for, honouring each tool's registration options.
 
-Per call, in order: offered? (else a refusal naming why) -> approval (refused when unattended) ->
-`check_fn` -> argument validation against the spec -> cache -> run (with `timeout`) -> result text
+Per call, in order: offered? (else a refusal naming why) -> argument validation against the spec ->
+approval (refused when unattended) -> `check_fn` -> cache -> run (with `timeout`) -> result text
 cut to `max_result_chars` keeping head and tail (`head_ratio`), the full text saved when
 `persist_full`. Every failure becomes a tool result the model can read, except a stop
 (CancelledError) and a budget breach (BudgetExceeded): those end the run.
@@ -212,10 +212,10 @@ class Dispatcher:
             raise ToolArgumentError(f"tool {call.name!r}: {call.arguments_error}; send a JSON object "
                                     f"matching the tool's parameters", tool=call.name)
         options = tool.options
-        self._check_approval(tool, call.arguments)
-        if options.check_fn is not None and not _call_gate(options.check_fn, call.arguments):
+        arguments = tool.validate(call.arguments)  # first: the gates below may rely on well-formed arguments
+        self._check_approval(tool, arguments)
+        if options.check_fn is not None and not _call_gate(options.check_fn, arguments):
             raise Refusal(f"tool {call.name!r} is blocked right now: its check_fn said no to this call")
-        arguments = tool.validate(call.arguments)
         key = ResultCache.key(call.name, call.arguments) if options.cache else None
         if key is not None:
             cached = self.cache.get(key)

@@ -43,12 +43,12 @@ class RetryPolicy:
     base_delay_s: float = 0.5
     factor: float = 2.0
     max_delay_s: float = 8.0
-    max_total_s: float = 60.0
+    max_total_s: float = 300.0
 
     @classmethod
     def from_env(cls) -> "RetryPolicy":
         return cls(max_retries=int(os.environ.get("OPENPROGRAM_MODEL_RETRIES", "3")),
-                   max_total_s=float(os.environ.get("OPENPROGRAM_MODEL_RETRY_TOTAL_S", "60")))
+                   max_total_s=float(os.environ.get("OPENPROGRAM_MODEL_RETRY_TOTAL_S", "300")))
 
     def delay(self, retry_index: int) -> float:
         return min(self.max_delay_s, self.base_delay_s * self.factor ** retry_index)

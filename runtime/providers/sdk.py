@@ -8,6 +8,7 @@ parallel through the same provider keep their own connections. The SDK's own ret
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import ssl
 import threading
@@ -80,8 +81,11 @@ class SDKProvider(Provider):
         if not model:
             raise ValueError(f"no model name for the {self.name} provider; set OPENPROGRAM_MODEL="
                              f"'{self.name}:<model>' or pass model='{self.name}:<model>'")
-        timeout_s = self.timeout_s if request.timeout_s is None else max(0.001, min(self.timeout_s, request.timeout_s))
-        return call_with_retries(lambda: self._attempt(request, model, timeout_s, check), self.retry, check)
+        policy, timeout_s = self.retry, self.timeout_s
+        if request.timeout_s is not None:  # the caller's deadline bounds every attempt and the retries
+            timeout_s = max(0.001, min(timeout_s, request.timeout_s))
+            policy = dataclasses.replace(policy, max_total_s=min(policy.max_total_s, request.timeout_s))
+        return call_with_retries(lambda: self._attempt(request, model, timeout_s, check), policy, check)
 
     def _attempt(self, request: ModelRequest, model: str, timeout_s: float,
                  check: Optional[Callable[[], None]]) -> ModelReply:

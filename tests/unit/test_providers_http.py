@@ -152,3 +152,13 @@ def test_a_stop_during_a_slow_response_abandons_the_request(wire):
         finally:
             remove_pre_invocation_hook(stop_button)
     assert len(server.requests) == 1
+
+
+def test_the_callers_deadline_bounds_the_attempts_and_the_retries(wire):
+    with FakeServer([hang, hang, hang]) as server:
+        provider, _ = make(wire, server, timeout_s=30, retry=RetryPolicy(max_retries=2, base_delay_s=0.5))
+        request = ModelRequest(system="", timeout_s=0.2,
+                               messages=[{"role": "user", "content": [{"type": "text", "text": "hi"}]}])
+        with pytest.raises(ProviderError, match=r"timed out after 0.2s"):
+            provider.complete(request)
+    assert len(server.requests) == 1  # a retry would start after the 0.2 s the caller has left
