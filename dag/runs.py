@@ -6,6 +6,7 @@ final, so a stop's `cancelled` is never overwritten by a late `completed`.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from django.db import transaction
@@ -63,7 +64,9 @@ def run_session(session_id) -> None:
     status, result, error = Session.Status.COMPLETED, None, ""
     with stop.watch(session_id) as signal, use_recorder(DjangoRecorder(session)):
         try:
-            result = tool(**kwargs)
+            outcome = tool(**kwargs)
+            # A worker thread has no event loop of its own: an async function gets one for its run.
+            result = asyncio.run(outcome) if tool.is_async else outcome
         except (CancelledError, KeyboardInterrupt) as exc:
             status, error = _stopped_status(signal), error_text(exc)
         except Exception as exc:

@@ -1,6 +1,7 @@
 """Shared by the launch tests: functions that exercise every form rule, users, and waiting for a run."""
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Literal, Optional
 
@@ -32,6 +33,13 @@ def widgets(question: str, mode: str = "brief", count: int = 3, ratio: float = 0
 def echo(text: str) -> str:
     """Return the text unchanged."""
     return text
+
+
+@agentic_function
+async def async_echo(text: str) -> str:
+    """Return the text unchanged, asynchronously."""
+    await asyncio.sleep(0)
+    return echo(text)
 
 
 @agentic_function

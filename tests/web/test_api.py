@@ -178,6 +178,16 @@ def test_export_is_the_whole_dag(api, user, test_functions):
     assert [n["name"] for n in body["nodes"]] == ["echo"]
 
 
+@pytest.mark.django_db(transaction=True)  # an async run records from a helper thread: it must see the rows
+def test_async_functions_run_and_record_their_calls(api, user, test_functions):
+    session = make_session(user, function="async_echo", args={"text": "later"})
+    run_session(session.pk)
+    assert api.get(f"/api/sessions/{session.pk}/").json()["result"] == "later"
+    nodes = api.get(f"/api/sessions/{session.pk}/nodes/").json()
+    assert [(n["name"], n["depth"], n["status"]) for n in nodes] == [("async_echo", 1, "completed"),
+                                                                     ("echo", 2, "completed")]
+
+
 def test_run_error_is_kept_on_the_session(api, user, test_functions):
     session = make_session(user, function="explode", args={"message": "kaboom"})
     run_session(session.pk)
