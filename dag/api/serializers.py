@@ -84,6 +84,7 @@ class LaunchSerializer(serializers.Serializer):
 
 
 class LaunchErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField(required=False, help_text="A problem with the request as a whole.")
     function = serializers.ListField(child=serializers.CharField(), required=False)
     args = serializers.JSONField(required=False, help_text='{"param": ["message", ...]} or ["message"] '
                                                            'when the arguments as a whole are wrong.')

@@ -4,6 +4,8 @@ Every query is scoped to the caller's own sessions, so another user's session is
 """
 from __future__ import annotations
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -55,7 +57,13 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
 
     @extend_schema(request=LaunchSerializer, responses={201: SessionSerializer, 400: LaunchErrorSerializer})
     def create(self, request):
-        shape = LaunchSerializer(data=request.data)
+        try:
+            data = request.data
+        except RequestDataTooBig:
+            return Response({"detail": f"the request body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes; "
+                                       f"launch arguments are limited to {settings.OPENPROGRAM_MAX_ARGS_BYTES}"},
+                            status=status.HTTP_400_BAD_REQUEST)
+        shape = LaunchSerializer(data=data)
         shape.is_valid(raise_exception=True)
         try:
             session = launch(request.user, shape.validated_data["function"], shape.validated_data["args"])

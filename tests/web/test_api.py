@@ -93,6 +93,12 @@ def test_oversized_arguments_are_400(api, queued, test_functions, settings):
     assert "the limit is 100 bytes" in response.json()["args"][0]
 
 
+def test_a_body_over_the_upload_limit_is_a_json_400(api, queued, test_functions, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    response = queued(api, {"function": "echo", "args": {"text": "x" * 2000}})
+    assert response.status_code == 400 and "over 1000 bytes" in response.json()["detail"]
+
+
 def test_hidden_parameter_cannot_be_set_through_the_api(api, queued, test_functions):
     response = queued(api, {"function": "widgets", "args": {"question": "q", "secret": "mine"}})
     assert response.status_code == 400 and "secret" in response.json()["args"]
