@@ -8,25 +8,30 @@ Prints figures (never asserted in tests). Run: .venv/bin/python bench/bench_exec
 3. recording: the same exec with a no-op Recorder installed, as a ratio to none.
 4. an OpenAI-protocol request through the official SDK against a local fake server (per attempt a
    fresh client sharing one TLS context), against the raw HTTP round trip with http.client.
+5. stop latency: from a stop being signalled while a request hangs to the caller getting CancelledError.
 """
 from __future__ import annotations
 
 import http.client
 import json
 import os
+import statistics
 import sys
+import threading
+import time
 import timeit
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from runtime import Recorder, function, use_recorder  # noqa: E402
+from runtime import (CancelledError, Recorder, add_pre_invocation_hook, function,  # noqa: E402
+                     remove_pre_invocation_hook, use_recorder)
 from runtime.messages import ModelReply, ModelRequest, ToolCall  # noqa: E402
 from runtime.providers import Provider  # noqa: E402
 from runtime.providers.openai_provider import OpenAIProvider  # noqa: E402
 from runtime.retry import RetryPolicy  # noqa: E402
 from runtime.runtime import Runtime  # noqa: E402
 from tests.unit.fakes.protocols import OpenAIWire  # noqa: E402
-from tests.unit.fakes.server import FakeServer  # noqa: E402
+from tests.unit.fakes.server import FakeServer, hang  # noqa: E402
 
 
 class Instant(Provider):
@@ -80,6 +85,37 @@ def main() -> None:
         raw_http = best(raw, 50, repeat=3)
     print(f"openai SDK request, local server:   {through_sdk * 1e3:8.2f} ms  "
           f"(raw http.client: {raw_http * 1e3:.2f} ms, ratio {through_sdk / raw_http:.1f})")
+
+    print(f"stop latency, request in flight:    {stop_latency(request) * 1e3:8.2f} ms  (median of 5)")
+
+
+def stop_latency(request) -> float:
+    stop = threading.Event()
+    stopped_at = [0.0]
+
+    def stop_button(event):
+        if stop.is_set():
+            raise CancelledError("stop")
+    add_pre_invocation_hook(stop_button)
+    samples = []
+    try:
+        for _ in range(5):
+            stop.clear()
+            with FakeServer([hang]) as server:
+                sdk = OpenAIProvider("fake", api_key="k", base_url=OpenAIWire.base_url(server.url))
+
+                def press():
+                    server.arrived.wait(10)
+                    stopped_at[0] = time.perf_counter()
+                    stop.set()
+                threading.Thread(target=press, daemon=True).start()
+                try:
+                    Runtime(provider=sdk).llm("hang")
+                except CancelledError:
+                    samples.append(time.perf_counter() - stopped_at[0])
+    finally:
+        remove_pre_invocation_hook(stop_button)
+    return statistics.median(samples)
 
 
 if __name__ == "__main__":
