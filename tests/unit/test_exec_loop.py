@@ -4,8 +4,8 @@ import types
 
 import pytest
 
-from runtime import (Budget, BudgetExceeded, CancelledError, add_pre_invocation_hook,
-                     agentic_function, function, remove_pre_invocation_hook)
+from runtime import (Budget, BudgetExceeded, CancelledError, Recorder, add_pre_invocation_hook,
+                     agentic_function, function, remove_pre_invocation_hook, use_recorder)
 from runtime.context import _current_budget
 from runtime.exec_loop import ExecTimeout
 from runtime.model_call import ModelCall
@@ -261,9 +261,18 @@ def make_wiki_agent(entered):
 
 def test_naive_sim_self_recurses_into_the_depth_ceiling():
     entered = []
+    refused = []
+
+    class Refusals(Recorder):
+        def function_refused(self, frame, error):
+            refused.append((frame.name, frame.name_depth, str(error)))
+
     wiki_agent = make_wiki_agent(entered)
-    answer = wiki_agent("maintain the wiki vault", runtime=create_runtime(model="sim:naive"))
+    with use_recorder(Refusals()):
+        answer = wiki_agent("maintain the wiki vault", runtime=create_runtime(model="sim:naive"))
     assert len(entered) == 5  # five frames ran; the sixth was refused by the guard
+    assert refused == [("wiki_agent", 6, "agentic function wiki_agent exceeded max nesting depth 5 — "
+                                         "possible runaway recursion")]
     assert "exceeded max nesting depth 5" in answer
 
 
