@@ -5,7 +5,8 @@ Pure Python; never imports Django. The web app plugs in through `runtime.recorde
 from .budget import Budget
 from .concurrency import submit
 from .errors import BudgetExceeded, CancelledError, ToolArgumentError, ToolRegistrationError
-from .function import agentic_function, function
+from . import function  # the module is callable: `@function` is the leaf-tool decorator
+from .function import agentic_function
 from .hooks import add_pre_invocation_hook, remove_pre_invocation_hook
 from .recorder import Recorder, use_recorder
 from .registry import registry

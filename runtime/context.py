@@ -6,7 +6,6 @@ copied context (asyncio tasks, `contextvars.copy_context().run`) carries it alon
 from __future__ import annotations
 
 import inspect
-import time
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -21,27 +20,25 @@ class Frame:
     `depth` is the nesting level of code frames (1 for the entry call); `name_depth` is the recursion
     guard's per-name counter for this call (how many frames of this name are open, this one included).
     `node` is whatever the recorder returned for this frame (a DB id, a dict...), opaque to the runtime.
+
+    Built on every call, standalone or not, so the constructor sets only what differs per call; the
+    rest are class-level defaults overwritten when they matter.
     """
 
-    __slots__ = (
-        "tool", "name", "parent", "depth", "name_depth", "runtime",
-        "node", "started", "_args", "_kwargs", "_arguments", "status", "hidden", "__weakref__",
-    )
+    node: Any = None
+    runtime: Optional["Runtime"] = None  # the runtime this call set up (injected or owned), if any
+    name_depth = 0
+    status = "running"
+    hidden = False
+    _arguments: Optional[dict] = None
 
-    def __init__(self, tool, name: str, parent: Optional["Frame"], args: tuple, kwargs: dict):
+    def __init__(self, tool, parent: Optional["Frame"], args: tuple, kwargs: dict):
         self.tool = tool
-        self.name = name
+        self.name = tool.tool_name
         self.parent = parent
         self.depth = parent.depth + 1 if parent is not None else 1
-        self.name_depth = 0
-        self.runtime: Optional["Runtime"] = None
-        self.node: Any = None
-        self.started = time.time()
-        self.status = "running"
-        self.hidden = False
         self._args = args
         self._kwargs = kwargs
-        self._arguments: Optional[dict] = None
 
     @property
     def doc(self) -> str:
@@ -95,7 +92,33 @@ class Frame:
         return f"<Frame {' → '.join(self.path())} depth={self.depth} status={self.status}>"
 
 
-_current_frame: ContextVar[Optional[Frame]] = ContextVar("openprogram_frame", default=None)
+class FrameMap(dict):
+    """The recursion guard's per-name depth map {function name: open frames of that name}, carrying
+    the innermost frame of the chain as `.frame`.
+
+    One ContextVar holds both because a ContextVar set/reset is the dearest step of a call (thousands
+    of instructions each): the guard needs the map pushed on every agentic call anyway, so the frame
+    stack rides along for free. Leaf tools push a copy with unchanged counts.
+    """
+
+    __slots__ = ("frame",)
+
+
+# Per-name nesting depth (seed 000); `runtime.function._recursion_depth` is this same variable.
+_recursion_depth: ContextVar[Optional[dict]] = ContextVar("_recursion_depth", default=None)
+
+
+class _CurrentFrame:
+    """Read-only view of the innermost frame, kept in `_recursion_depth` (see FrameMap)."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def get() -> Optional[Frame]:
+        return getattr(_recursion_depth.get(), "frame", None)
+
+
+_current_frame = _CurrentFrame()
 _current_runtime: ContextVar[Optional["Runtime"]] = ContextVar("openprogram_runtime", default=None)
 _current_recorder: ContextVar[Optional["Recorder"]] = ContextVar("openprogram_recorder", default=None)
 # The innermost active delegation budget scope (runtime.budget), None when no budget applies.

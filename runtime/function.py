@@ -1,20 +1,23 @@
 """`@agentic_function` and `@function`: a recorded, guarded, self-describing tool from a plain function.
 
 The wrapper's hot path runs on every call, standalone or recorded, so it does as little as it can:
-hooks only if installed, the guard as two ContextVar operations, runtime injection only for functions
-that declare a runtime parameter, and recording only when a recorder is installed.
+hooks only if installed, the guard and the frame stack as one ContextVar push, runtime injection only
+for functions that declare a runtime parameter, and recording only when a recorder is installed.
 """
 from __future__ import annotations
 
 import asyncio
 import functools
 import inspect
+import sys
+import types
 import typing
 from contextvars import ContextVar
 from typing import Any, Callable, Optional
 
 from . import hooks as _hooks
-from .context import Frame, _current_budget, _current_frame, _current_recorder, _current_runtime
+from .budget import enter_frame, exit_frame
+from .context import Frame, FrameMap, _current_budget, _current_recorder, _current_runtime, _recursion_depth
 from .errors import BudgetExceeded, CancelledError
 from .options import (ToolOptions, build_tool_options, check_expose, check_input,
                       check_render_range)
@@ -24,12 +27,17 @@ from .spec import (RUNTIME_PARAMS, argument_errors, build_parameters, raise_for_
 
 # --- the recursion guard (seed 000) ------------------------------------------------------------
 # Per-name nesting depth: {function name: how many frames of that name are open in this chain}.
+# `_recursion_depth` (imported above) is the ContextVar holding that map; it also carries the frame stack.
 _MAX_AGENTIC_RECURSION_DEPTH = 5
-_recursion_depth: ContextVar[Optional[dict]] = ContextVar("_recursion_depth", default=None)
 # Tool policy for model calls made in this context ("deny", "allow", "source", "toolset").
 # The wrapper never adds the running function's own name to "deny": the situational prompt
 # tells the model not to call itself, and the visible tool is what gives that prompt a subject.
 _current_tool_policy: ContextVar[Optional[dict]] = ContextVar("_current_tool_policy", default=None)
+
+# Bound methods looked up once: `var.get` builds a new method object on every attribute access, and
+# the hot path below would otherwise pay for six of them per call.
+_depth_get, _depth_set, _depth_reset = _recursion_depth.get, _recursion_depth.set, _recursion_depth.reset
+_recorder_get, _budget_get, _runtime_get = _current_recorder.get, _current_budget.get, _current_runtime.get
 
 
 def _status_of(exc: BaseException) -> str:
@@ -58,6 +66,7 @@ class Tool:
         self.render_range = check_render_range(render_range)
         self.system = system
         self.budget = budget
+        self._hidden = self.expose == "hidden"
         names = list(self.signature.parameters)
         self.is_method = bool(names) and names[0] in ("self", "cls")
         defaults = {n: p.default for n, p in self.signature.parameters.items() if p.default is not p.empty}
@@ -72,6 +81,8 @@ class Tool:
             if name in RUNTIME_PARAMS)
         self.hidden_from_record = frozenset(
             [n for n, _ in self.runtime_params] + (names[:1] if self.is_method else []))
+        # Only functions that declare a runtime, set a system prompt or carry a budget need `_setup`.
+        self._needs_setup = bool(self.runtime_params) or system is not None or budget is not None
         parameters = options.parameters or build_parameters(
             self.signature, self.hints, self.input, skip_first=self.is_method)
         self.spec = {"name": self.tool_name,
@@ -88,63 +99,83 @@ class Tool:
 
     # -- entering and leaving a call ----------------------------------------------------------
 
-    def _enter(self, args: tuple, kwargs: dict):
-        """Everything before the body: hooks, guard, budget, runtime, frame, recording."""
-        parent = _current_frame.get()
-        frame = Frame(self, self.tool_name, parent, args, kwargs)
-        frame.hidden = self.expose == "hidden" or (parent is not None and parent.hidden)
+    def _open(self, args: tuple, kwargs: dict):
+        """The part of entry every call pays: a frame, the hooks, the guard, the frame pushed.
+
+        Returns the frame and the token that pops it (and this call's guard count) again.
+        """
+        prev = _depth_get()
+        parent = getattr(prev, "frame", None)
+        frame = Frame(self, parent, args, kwargs)
+        if self._hidden or (parent is not None and parent.hidden):
+            frame.hidden = True
         if _hooks._hooks:
             _hooks.run_pre_invocation_hooks(frame)
-        depth_token = self._guard(frame) if self.agentic else None
-        budget_token = None
-        runtime_token = None
-        owned = None
-        previous_system = None
-        try:
-            if self.agentic and (self.budget is not None or _current_budget.get() is not None):
-                from .budget import enter_frame
-                budget_token = enter_frame(frame, self.budget)
-            runtime = _current_runtime.get()
-            if self.runtime_params:
-                runtime, owned, args, kwargs = self._inject(runtime, args, kwargs)
-            elif self.system is not None and runtime is None:
-                runtime = owned = _create_runtime()
-            if runtime is not None and runtime is not (parent.runtime if parent is not None else None):
-                runtime_token = _current_runtime.set(runtime)
-            frame.runtime = runtime
-            if self.system is not None:
-                previous_system = runtime.system
-                runtime.system = self.system
-        except BaseException as exc:
-            self._unwind(frame, depth_token, budget_token, runtime_token, owned, previous_system)
-            if _is_refusal(exc):
-                self._refuse(frame, exc)
-            raise
-        frame_token = _current_frame.set(frame)
-        state = (depth_token, budget_token, runtime_token, owned, previous_system, frame_token)
-        recorder = _current_recorder.get()
+        pushed = FrameMap(prev) if prev else FrameMap()
+        if self.agentic:
+            # The per-name depth ceiling (seed 000): refuse a sixth nested frame of one name.
+            name = self.tool_name
+            cur = prev.get(name, 0) if prev else 0
+            frame.name_depth = cur + 1
+            if cur >= _MAX_AGENTIC_RECURSION_DEPTH:
+                error = RecursionError(f"agentic function {name} exceeded max nesting depth "
+                                       f"{_MAX_AGENTIC_RECURSION_DEPTH} — possible runaway recursion")
+                self._refuse(frame, error)
+                raise error
+            pushed[name] = cur + 1
+        pushed.frame = frame
+        return frame, _depth_set(pushed)
+
+    def _enter(self, frame: Frame, token, args: tuple, kwargs: dict):
+        """The rest of a full entry: budget, runtime, `system=`, and the recorder told.
+
+        Returns the (possibly runtime-filled) arguments and the state `_exit` undoes.
+        """
+        extras = None
+        if self._needs_setup or _budget_get() is not None:
+            try:
+                extras = self._setup(frame, args, kwargs)
+            except BaseException as exc:
+                _depth_reset(token)
+                if isinstance(exc, BudgetExceeded):
+                    self._refuse(frame, exc)
+                raise
+            args, kwargs = extras[-2], extras[-1]
+        state = (token, extras)
+        recorder = _recorder_get()
         if recorder is not None and not frame.hidden:
             try:
                 recorder.function_entered(frame)
             except BaseException:
                 self._exit(frame, state, "error", None, None, record=False)
                 raise
-        return frame, args, kwargs, state
+        return args, kwargs, state
 
-    def _exit(self, frame: Frame, state: tuple, status: str, output: Any,
-              error: Optional[BaseException], record: bool = True) -> None:
-        depth_token, budget_token, runtime_token, owned, previous_system, frame_token = state
-        frame.status = status
+    def _setup(self, frame: Frame, args: tuple, kwargs: dict):
+        """The less common part of entry: budget scope, runtime injection, `system=`."""
+        budget_token = runtime_token = owned = previous_system = None
         try:
-            recorder = _current_recorder.get() if record else None
-            if recorder is not None and not frame.hidden:
-                recorder.function_exited(frame, status, output, error)
-        finally:
-            _current_frame.reset(frame_token)
-            self._unwind(frame, depth_token, budget_token, runtime_token, owned, previous_system)
+            if self.agentic and (self.budget is not None or _budget_get() is not None):
+                budget_token = enter_frame(frame, self.budget)
+            runtime = _runtime_get()
+            if self.runtime_params:
+                runtime, owned, args, kwargs = self._inject(runtime, args, kwargs)
+            elif self.system is not None and runtime is None:
+                runtime = owned = _create_runtime()
+            if runtime is not None and runtime is not _runtime_get():
+                runtime_token = _current_runtime.set(runtime)
+            frame.runtime = runtime
+            if self.system is not None:
+                previous_system = runtime.system
+                runtime.system = self.system
+        except BaseException:
+            self._teardown(frame, (budget_token, runtime_token, owned, previous_system, args, kwargs))
+            raise
+        return budget_token, runtime_token, owned, previous_system, args, kwargs
 
-    def _unwind(self, frame, depth_token, budget_token, runtime_token, owned, previous_system) -> None:
-        """Undo what `_enter` set up, innermost first; runs on return and on exception alike."""
+    def _teardown(self, frame: Frame, extras: tuple) -> None:
+        """Undo `_setup`, innermost first."""
+        budget_token, runtime_token, owned, previous_system = extras[:4]
         try:
             if self.system is not None and frame.runtime is not None:
                 frame.runtime.system = previous_system
@@ -152,30 +183,29 @@ class Tool:
                 _current_runtime.reset(runtime_token)
             if owned is not None:
                 owned.close()
-            if budget_token is not None:
-                from .budget import exit_frame
-                exit_frame(budget_token)
         finally:
-            if depth_token is not None:
-                _recursion_depth.reset(depth_token)
+            if budget_token is not None:
+                exit_frame(budget_token)
 
-    def _guard(self, frame: Frame):
-        """The per-name depth ceiling: refuse a sixth nested frame of one name."""
-        name = self.tool_name
-        prev = _recursion_depth.get()
-        cur = prev.get(name, 0) if prev else 0
-        if cur >= _MAX_AGENTIC_RECURSION_DEPTH:
-            error = RecursionError(f"agentic function {name} exceeded max nesting depth "
-                                   f"{_MAX_AGENTIC_RECURSION_DEPTH} — possible runaway recursion")
-            frame.name_depth = cur + 1
-            self._refuse(frame, error)
-            raise error
-        frame.name_depth = cur + 1
-        return _recursion_depth.set({**prev, name: cur + 1} if prev else {name: 1})
+    def _exit(self, frame: Frame, state: tuple, status: str, output: Any,
+              error: Optional[BaseException], record: bool = True) -> None:
+        """Everything after the body, on return and on exception alike."""
+        token, extras = state
+        frame.status = status
+        try:
+            recorder = _recorder_get() if record else None
+            if recorder is not None and not frame.hidden:
+                recorder.function_exited(frame, status, output, error)
+        finally:
+            try:
+                if extras is not None:
+                    self._teardown(frame, extras)
+            finally:
+                _depth_reset(token)
 
     def _refuse(self, frame: Frame, error: BaseException) -> None:
         frame.status = "refused"
-        recorder = _current_recorder.get()
+        recorder = _recorder_get()
         if recorder is not None and not frame.hidden:
             recorder.function_refused(frame, error)
 
@@ -211,13 +241,25 @@ class Tool:
     # -- calling ------------------------------------------------------------------------------
 
     def __call__(self, *args, **kwargs):
-        frame, args, kwargs, state = self._enter(args, kwargs)
+        frame, token = self._open(args, kwargs)
+        if self._needs_setup or _recorder_get() is not None or _budget_get() is not None:
+            args, kwargs, state = self._enter(frame, token, args, kwargs)
+            try:
+                result = self.fn(*args, **kwargs)
+            except BaseException as exc:
+                self._exit(frame, state, _status_of(exc), None, exc)
+                raise
+            self._exit(frame, state, "completed", result, None)
+            return result
+        # Fast path: a standalone call with no runtime to inject, no recorder and no budget.
         try:
             result = self.fn(*args, **kwargs)
         except BaseException as exc:
-            self._exit(frame, state, _status_of(exc), None, exc)
+            frame.status = _status_of(exc)
             raise
-        self._exit(frame, state, "completed", result, None)
+        finally:
+            _depth_reset(token)
+        frame.status = "completed"
         return result
 
     def __get__(self, instance, owner=None):
@@ -246,7 +288,9 @@ class AsyncTool(Tool):
     """The same wrapper for `async def` functions: calling it returns a coroutine."""
 
     async def _run(self, args: tuple, kwargs: dict):
-        frame, args, kwargs, state = self._enter(args, kwargs)
+        # No fast path here: an await costs far more than the full entry does.
+        frame, token = self._open(args, kwargs)
+        args, kwargs, state = self._enter(frame, token, args, kwargs)
         try:
             result = await self.fn(*args, **kwargs)
         except BaseException as exc:
@@ -279,10 +323,6 @@ class BoundTool:
 
     def __repr__(self) -> str:
         return f"<bound {self.tool!r} of {self.instance!r}>"
-
-
-def _is_refusal(exc: BaseException) -> bool:
-    return isinstance(exc, BudgetExceeded)
 
 
 def _create_runtime():
@@ -329,3 +369,18 @@ def function(fn: Optional[Callable] = None, /, **tool_options):
     def decorate(f: Callable):
         return _decorate(f, agentic=False, **tool_options)
     return decorate(fn) if fn is not None else decorate
+
+
+class _CallableModule(types.ModuleType):
+    """`runtime.function` is both this module and the `@function` decorator.
+
+    The package exports the decorator as `runtime.function`, which would otherwise shadow this module
+    and break `import runtime.function` / `runtime.function._recursion_depth` (the guard's documented
+    names). Making the module callable lets both spellings mean what users expect.
+    """
+
+    def __call__(self, fn: Optional[Callable] = None, /, **tool_options):
+        return function(fn, **tool_options)
+
+
+sys.modules[__name__].__class__ = _CallableModule

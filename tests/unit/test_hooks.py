@@ -1,0 +1,78 @@
+"""Pre-invocation hooks: installed once, run first on every call, and a stop they raise is not swallowed."""
+import pytest
+
+from runtime import (CancelledError, add_pre_invocation_hook, agentic_function, function,
+                     remove_pre_invocation_hook)
+from runtime.function import _recursion_depth
+from runtime.hooks import installed_hooks
+
+
+@pytest.fixture
+def install():
+    added = []
+
+    def _install(hook):
+        add_pre_invocation_hook(hook)
+        added.append(hook)
+        return hook
+
+    yield _install
+    for hook in added:
+        remove_pre_invocation_hook(hook)
+
+
+def test_adding_twice_keeps_one_and_removing_an_absent_hook_is_silent(install):
+    calls = []
+    hook = install(lambda event: calls.append(event.name))
+    add_pre_invocation_hook(hook)
+    assert installed_hooks().count(hook) == 1
+
+    @agentic_function
+    def f():
+        return 1
+
+    f()
+    assert calls == ["f"]
+    remove_pre_invocation_hook(hook)
+    remove_pre_invocation_hook(hook)
+    f()
+    assert calls == ["f"]
+
+
+def test_hooks_run_before_anything_else(install):
+    seen = []
+    install(lambda frame: seen.append((frame.name, _recursion_depth.get())))
+
+    @agentic_function
+    def f():
+        seen.append(("body", _recursion_depth.get()))
+
+    f()
+    assert seen == [("f", None), ("body", {"f": 1})]
+
+
+def test_cancelled_error_aborts_the_call_and_escapes_except_exception(install):
+    ran = []
+
+    @function
+    def child():
+        ran.append("child")
+
+    @agentic_function
+    def parent():
+        try:
+            child()
+        except Exception:  # a user's broad handler must not swallow a stop
+            ran.append("swallowed")
+        return "finished"
+
+    def stop_children(frame):
+        if frame.name == "child":
+            raise CancelledError("stopped by the user")
+
+    install(stop_children)
+    with pytest.raises(CancelledError, match="stopped by the user"):
+        parent()
+    assert ran == []
+    assert issubclass(CancelledError, BaseException) and not issubclass(CancelledError, Exception)
+    assert _recursion_depth.get() is None
