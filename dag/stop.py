@@ -8,6 +8,7 @@ database query to a call (and works inside async functions, where the ORM may no
 
 Hooks are process-global, so the hook acts only on a call made in a run's own context: `watch()` puts the
 run's StopSignal in a ContextVar that its calls (and the threads and tasks they copy context into) see.
+The hook is installed while at least one run is watched, and removed when the last one ends.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from typing import Callable, Iterator, Optional
 
 from django.db import close_old_connections, connection
 
-from runtime import CancelledError, add_pre_invocation_hook
+from runtime import CancelledError, add_pre_invocation_hook, remove_pre_invocation_hook
 
 from .models import Session
 
@@ -79,6 +80,7 @@ _current_signal: ContextVar[Optional[StopSignal]] = ContextVar("openprogram_stop
 _active: dict[str, StopSignal] = {}
 _active_lock = threading.Lock()
 _watcher: Optional[threading.Thread] = None
+_watched = 0  # runs inside watch() in this process
 
 
 def _stop_hook(event) -> None:
@@ -95,9 +97,12 @@ def current_signal() -> Optional[StopSignal]:
 def watch(session_id) -> Iterator[StopSignal]:
     """Make calls in this block stop when session `session_id` is stopped."""
     signal = StopSignal(session_id)
-    add_pre_invocation_hook(_stop_hook)  # idempotent; left installed: with no signal in context it is a no-op
+    global _watched
     with _active_lock:
         _active[signal.session_id] = signal
+        _watched += 1
+        if _watched == 1:  # the hook is installed only while some run is watched: no cost otherwise
+            add_pre_invocation_hook(_stop_hook)
     _ensure_watcher()
     token = _current_signal.set(signal)
     try:
@@ -107,6 +112,9 @@ def watch(session_id) -> Iterator[StopSignal]:
         with _active_lock:
             if _active.get(signal.session_id) is signal:
                 del _active[signal.session_id]
+            _watched -= 1
+            if _watched == 0:
+                remove_pre_invocation_hook(_stop_hook)
 
 
 def _ensure_watcher() -> None:

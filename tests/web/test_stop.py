@@ -9,6 +9,7 @@ from rest_framework.test import APIClient
 from dag import revisions, runs, stop
 from dag.launch import launch
 from dag.models import Node, Session
+from runtime.hooks import installed_hooks
 
 from .launch_helpers import (fast_hashing, other_user, test_functions, user, wait_for,  # noqa: F401 (fixtures)
                              wait_for_end)
@@ -168,6 +169,16 @@ def test_hook_acts_only_inside_a_watched_run():
             step()
     assert outcomes == ["ran"]
     assert step() == "ran"  # after the run, nothing is stopped
+    assert stop._stop_hook not in installed_hooks()  # and no hook is left behind
+
+
+@pytest.mark.django_db
+def test_the_hook_stays_while_any_run_is_watched():
+    with stop.watch("11111111-1111-1111-1111-111111111111"):
+        with stop.watch("22222222-2222-2222-2222-222222222222"):
+            pass
+        assert stop._stop_hook in installed_hooks()
+    assert stop._stop_hook not in installed_hooks()
 
 
 def test_stop_callbacks_run_once_even_when_registered_late():
