@@ -32,12 +32,29 @@ def node_label(node: dict) -> Text:
     return label
 
 
-def build_tree(session: dict, nodes: dict[int, dict]) -> Tree:
-    """A rich Tree of the session; `nodes` by id, any order (parents are placed before children by seq)."""
+def build_tree(session: dict, nodes: dict[int, dict], latest: int | None = None) -> Tree:
+    """A rich Tree of the session; `nodes` by id, in any order.
+
+    With `latest`, only the most recent `latest` nodes (and the callers they hang from) are drawn, so a
+    long run shows where it is now within a terminal's height; a line says how many were left out.
+    """
     root = Tree(Text.assemble((session["function"], "bold"), f"  session {session['id']}  ",
                               (session["status"], STATUS_STYLES.get(session["status"], ""))))
+    ordered = sorted(nodes.values(), key=lambda item: item["seq"])
+    shown = _latest_with_callers(ordered, nodes, latest) if latest is not None else None
+    if shown is not None and len(shown) < len(ordered):
+        root.add(Text(f"… {len(ordered) - len(shown)} earlier calls not shown", style="dim"))
     branches: dict[int, Tree] = {}
-    for node in sorted(nodes.values(), key=lambda item: item["seq"]):
-        parent = branches.get(node["parent"], root)
-        branches[node["id"]] = parent.add(node_label(node))
+    for node in ordered:
+        if shown is None or node["id"] in shown:
+            branches[node["id"]] = branches.get(node["parent"], root).add(node_label(node))
     return root
+
+
+def _latest_with_callers(ordered: list[dict], nodes: dict[int, dict], latest: int) -> set[int]:
+    shown: set[int] = set()
+    for node in reversed(ordered[-max(latest, 1):]):
+        while node is not None and node["id"] not in shown:
+            shown.add(node["id"])
+            node = nodes.get(node["parent"])
+    return shown

@@ -115,3 +115,20 @@ def test_ctrl_c_stops_the_run_and_exits_130(local_user):
     assert "ended cancelled" in err
     assert not Node.objects.filter(session=session, status="running").exists()
     assert Node.objects.filter(session=session, name="count_step").count() < 500
+
+
+def test_a_long_tree_shows_the_latest_calls_with_their_callers():
+    from rich.console import Console
+
+    from dag.cli_tree import build_tree
+
+    session = {"id": "s", "function": "f", "status": "running"}
+    root = {"id": 1, "seq": 0, "parent": None, "kind": "code", "name": "f", "status": "running", "input": {},
+            "depth": 1, "name_depth": 1, "output": None, "error": ""}
+    steps = {i: {**root, "id": i, "seq": i - 1, "parent": 1, "name": f"step{i}", "depth": 2, "name_depth": 0,
+                 "status": "completed", "output": i} for i in range(2, 12)}
+    console = Console(record=True, width=120)
+    console.print(build_tree(session, {1: root, **steps}, latest=3))
+    text = console.export_text()
+    assert "… 7 earlier calls not shown" in text  # 11 nodes: the latest 3 and their caller are drawn
+    assert "f({})" in text and "step9(" in text and "step11(" in text and "step8(" not in text

@@ -78,8 +78,8 @@ class Command(BaseCommand):
         console = Console(file=getattr(self.stdout, "_out", self.stdout), highlight=False)
         console.print(f"Session {session.pk} (as {user.get_username()}); page: /sessions/{session.pk}/",
                       soft_wrap=True)
-        session = self._watch(session, console)
-        console.line()
+        session, nodes = self._watch(session, console)
+        console.print(build_tree(session.as_dict(), nodes))  # the whole tree, once it is final
         self._report(session, console)
 
     def _user(self, username: str | None):
@@ -94,12 +94,18 @@ class Command(BaseCommand):
                                returncode=2)
         return user
 
-    def _watch(self, session: Session, console: Console) -> Session:
-        """Redraw the tree until the session ends; the first Ctrl-C requests a stop and keeps watching."""
+    def _watch(self, session: Session, console: Console) -> tuple[Session, dict[int, dict]]:
+        """Redraw the tree until the session ends; the first Ctrl-C requests a stop and keeps watching.
+
+        While running, the latest calls that fit the terminal are drawn; the display is transient, and
+        the caller prints the whole final tree.
+        """
         nodes: dict[int, dict] = {}
         seen_rev = 0
         stopping = False
-        with Live(build_tree(session.as_dict(), nodes), console=console, refresh_per_second=10) as live:
+        latest = max(console.size.height - 4, 5)
+        with Live(build_tree(session.as_dict(), nodes, latest), console=console, refresh_per_second=10,
+                  transient=True) as live:
             while True:
                 try:
                     session.refresh_from_db()
@@ -107,9 +113,9 @@ class Command(BaseCommand):
                         for node in Node.objects.filter(session=session, rev__gt=seen_rev):
                             nodes[node.pk] = node.as_dict()
                         seen_rev = session.rev
-                        live.update(build_tree(session.as_dict(), nodes))
+                        live.update(build_tree(session.as_dict(), nodes, latest))
                     if session.is_terminal:
-                        return session
+                        return session, nodes
                     time.sleep(POLL_S)
                 except KeyboardInterrupt:
                     if stopping:
