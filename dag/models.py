@@ -88,7 +88,9 @@ class Node(models.Model):
 
     TERMINAL = frozenset({Status.COMPLETED, Status.ERROR, Status.CANCELLED, Status.REFUSED, Status.INTERRUPTED})
 
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="nodes")
+    # No index of its own: the (session, seq) unique index starts with it, and every index is one
+    # more b-tree each recorded call has to write.
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="nodes", db_index=False)
     seq = models.PositiveIntegerField()  # gap-free per session, in creation order
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
     kind = models.CharField(max_length=8, choices=Kind.choices)

@@ -14,18 +14,16 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Optional
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from . import broadcast
+from . import broadcast, write_sql
 from .models import Node, Session
 from .values import json_safe
 
 _UNSET = object()
-# UPDATE ... RETURNING turns "advance the counter and read it" into one statement.
-_RETURNING_VENDORS = frozenset({"sqlite", "postgresql"})
 
 
 def node_message(node: Node) -> dict:
@@ -42,25 +40,11 @@ def _publish_on_commit(session_id, messages: list[dict]) -> None:
 
 
 def _advance(session_id, *, revs: int = 1, nodes: int = 0) -> tuple[int, int]:
-    """Add `revs` to the session's revision and `nodes` to its node count; return both new values.
-
-    Call inside a transaction: the row stays locked until it ends.
-    """
-    table = connection.ops.quote_name(Session._meta.db_table)
-    rev, count, pk = (connection.ops.quote_name(name) for name in ("rev", "node_count", "id"))
-    key = Session._meta.pk.get_db_prep_value(Session._meta.pk.to_python(session_id), connection)
-    update = f"UPDATE {table} SET {rev} = {rev} + %s, {count} = {count} + %s WHERE {pk} = %s"
-    with connection.cursor() as cursor:
-        if connection.vendor in _RETURNING_VENDORS:
-            cursor.execute(f"{update} RETURNING {rev}, {count}", [revs, nodes, key])
-            row = cursor.fetchone()
-        else:
-            cursor.execute(update, [revs, nodes, key])
-            cursor.execute(f"SELECT {rev}, {count} FROM {table} WHERE {pk} = %s", [key])
-            row = cursor.fetchone()
-    if row is None:
+    """Add `revs` to the session's revision and `nodes` to its node count; return both new values."""
+    advanced = write_sql.advance(session_id, revs, nodes)
+    if advanced is None:
         raise Session.DoesNotExist(f"session {session_id} does not exist (was it deleted?)")
-    return row[0], row[1]
+    return advanced
 
 
 # --- nodes ---------------------------------------------------------------------------------------
@@ -69,8 +53,8 @@ def create_node(session_id, **fields: Any) -> Node:
     """Insert a node at the session's next `seq`, stamped with a new revision, and publish it."""
     with transaction.atomic():
         rev, count = _advance(session_id, nodes=1)
-        node = Node(session_id=session_id, seq=count - 1, rev=rev, **fields)
-        node.save(force_insert=True)
+        node = write_sql.new_node(session_id=session_id, seq=count - 1, rev=rev, **fields)
+        write_sql.insert_node(node)
         _publish_on_commit(session_id, [node_message(node)])
     return node
 
@@ -85,8 +69,7 @@ def finish_node(node: Node, **fields: Any) -> bool:
     fields.setdefault("finished_at", timezone.now())
     with transaction.atomic():
         rev, _ = _advance(node.session_id)
-        changed = Node.objects.filter(pk=node.pk, status=Node.Status.RUNNING).update(rev=rev, **fields)
-        if not changed:
+        if not write_sql.update_running_node(node.pk, {**fields, "rev": rev}):
             transaction.set_rollback(True)  # give the revision back: nothing changed
             return False
         for name, value in fields.items():

@@ -5,7 +5,7 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from dag import broadcast, revisions
+from dag import broadcast, revisions, write_sql
 from dag.models import Node, Session
 
 from .dag_helpers import new_session
@@ -159,7 +159,7 @@ def test_update_session_unless_terminal_leaves_ended_sessions_alone():
 
 
 def test_revisions_without_update_returning_read_the_counter_back(monkeypatch):
-    monkeypatch.setattr(revisions, "_RETURNING_VENDORS", frozenset())
+    monkeypatch.setattr(write_sql, "RETURNING_VENDORS", frozenset())
     session = new_session()
     nodes = [revisions.create_node(session.id, kind="code", name="f") for _ in range(3)]
     assert [(n.seq, n.rev) for n in nodes] == [(0, 1), (1, 2), (2, 3)]
