@@ -1,8 +1,13 @@
 """The decorator's cost per standalone call (no recorder, no hooks), as a ratio to a plain Python call.
 
 Target (issue 2): under 2 µs per standalone @agentic_function call on these machines.
+
+Wall-clock figures swing with whatever else the shared machine runs, so where valgrind is installed the
+script also counts CPU instructions per call (callgrind), which are the same on every run.
 """
 import os
+import shutil
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -31,6 +36,28 @@ def agentic_with_runtime(x, runtime=None):
     return x
 
 
+TARGETS = {"plain": plain, "leaf": leaf, "agentic": agentic}
+
+
+def _loop(target: str, calls: int) -> None:
+    fn = TARGETS[target]
+    for _ in range(calls):
+        fn(1)
+
+
+def _instructions(target: str, calls: int) -> int:
+    """Instructions callgrind counts for this script running `calls` calls of `target`."""
+    out = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__,
+         "--loop", target, str(calls)], capture_output=True, text=True, check=True).stderr
+    line = next(line for line in out.splitlines() if "refs:" in line)
+    return int(line.rsplit(None, 1)[-1].replace(",", ""))
+
+
+def instructions_per_call(target: str, calls: int = 10_000) -> float:
+    return (_instructions(target, calls) - _instructions(target, 0)) / calls
+
+
 def main() -> None:
     shared = Runtime()
     base = per_call_seconds(lambda: plain(1))
@@ -50,5 +77,15 @@ def main() -> None:
           f"({'under' if agentic_us < 2 else 'OVER'} the 2 µs target; the best-known peer spends ~16 µs)")
 
 
+    if shutil.which("valgrind"):
+        counts = {name: instructions_per_call(name) for name in TARGETS}
+        print("instructions per call (callgrind; deterministic):")
+        for name, count in counts.items():
+            print(f"  {name:8} {count:9.0f}  ({count / counts['plain']:.1f}x plain)")
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--loop"]:
+        _loop(sys.argv[2], int(sys.argv[3]))
+    else:
+        main()
