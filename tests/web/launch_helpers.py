@@ -14,7 +14,9 @@ from runtime.providers.base import Provider
 MODULE = __name__
 
 
-@agentic_function(input={
+# Kept out of the global tool registry: this module is imported while tests are collected, outside any
+# test's isolated registry, and other tests define tools with these common names.
+@agentic_function(register_globally=False, input={
     "question": {"description": "What to ask.", "placeholder": "Ask me anything", "multiline": True},
     "mode": {"options": ["brief", "detailed"], "description": "How much to say."},
     "secret": {"hidden": True},
@@ -29,20 +31,20 @@ def widgets(question: str, mode: str = "brief", count: int = 3, ratio: float = 0
             "secret": secret}
 
 
-@agentic_function
+@agentic_function(register_globally=False)
 def echo(text: str) -> str:
     """Return the text unchanged."""
     return text
 
 
-@agentic_function
+@agentic_function(register_globally=False)
 async def async_echo(text: str) -> str:
     """Return the text unchanged, asynchronously."""
     await asyncio.sleep(0)
     return echo(text)
 
 
-@agentic_function
+@agentic_function(register_globally=False)
 def explode(message: str = "boom") -> str:
     """Raise an error with the message."""
     raise RuntimeError(message)
@@ -63,7 +65,7 @@ class HangingProvider(Provider):
         raise TimeoutError("the hanging model was never abandoned")
 
 
-@agentic_function
+@agentic_function(register_globally=False)
 def ask_hanging_model(question: str = "anything?", runtime=None) -> str:
     """Ask a model that never answers."""
     return runtime.llm(question, model=f"{__name__}.HangingProvider")

@@ -5,7 +5,6 @@ import pytest
 
 from dag.models import Node, Session
 from dag.runs import run_session
-from examples import functions as examples
 
 from .launch_helpers import fast_hashing, logged_in, user  # noqa: F401 (fixtures)
 
@@ -88,5 +87,8 @@ def test_example_forms_exercise_the_input_metadata(logged_in):
 
 
 def test_every_example_documents_itself():
+    # Imported here, inside the test's isolated registry: importing registers the example tools.
+    from examples import functions as examples
+
     for tool in (examples.wiki_agent, examples.research_agent, examples.runaway_agent, examples.slow_count):
         assert tool.doc and tool.input and all(name in tool.hints for name in tool.spec["parameters"]["properties"])
