@@ -229,10 +229,7 @@ def enter_frame(frame, template: Optional[Budget]):
     """
     parent = _current_budget.get()
     opened = None
-    if template is not None:
-        if not isinstance(template, Budget):
-            raise TypeError(f"agentic function {frame.name}: budget= must be a runtime.Budget, "
-                            f"got {template!r}")
+    if template is not None:  # a Budget: the decorator checked it
         opened = template.open_scope(parent)
         cursor = BudgetCursor(opened, 1)
     elif parent is not None:

@@ -16,7 +16,7 @@ from contextvars import ContextVar
 from typing import Any, Callable, Optional
 
 from . import hooks as _hooks
-from .budget import enter_frame, exit_frame
+from .budget import Budget, enter_frame, exit_frame
 from .context import Frame, FrameMap, _current_budget, _current_recorder, _current_runtime, _recursion_depth
 from .errors import BudgetExceeded, CancelledError
 from .options import (ToolOptions, build_tool_options, check_expose, check_input,
@@ -64,6 +64,10 @@ class Tool:
         self.is_async = inspect.iscoroutinefunction(fn)
         self.expose = check_expose(expose)
         self.render_range = check_render_range(render_range)
+        if system is not None and not isinstance(system, str):
+            raise ValueError(f"system must be a string (the system prompt) or None, got {system!r}")
+        if budget is not None and not isinstance(budget, Budget):
+            raise ValueError(f"budget must be a runtime.Budget(...) or None, got {budget!r}")
         self.system = system
         self.budget = budget
         self._hidden = self.expose == "hidden"

@@ -89,6 +89,8 @@ def test_every_tool_registration_parameter_is_stored():
     ({"toolset": [1]}, "toolset must be a tuple of names"),
     ({"check_fn": "yes"}, "check_fn must be a callable"),
     ({"name": "has space"}, "name must be letters"),
+    ({"budget": {"max_depth": 2}}, "budget must be a runtime.Budget(...) or None"),
+    ({"system": ["not", "text"]}, "system must be a string"),
 ])
 def test_bad_decorator_arguments_fail_at_decoration_naming_the_field(kwargs, message):
     with pytest.raises(ValueError, match=None) as info:
