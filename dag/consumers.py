@@ -63,27 +63,22 @@ def parse_stream_request(session_id: str, query_string: bytes) -> tuple[uuid.UUI
     return parsed_id, int(values[0])
 
 
-def read_changes(session_id: uuid.UUID, since_rev: int | None) -> dict | None:
-    """A snapshot: the session and its nodes changed after `since_rev` (all if None), and the rev.
+# Nodes per database read while sending a snapshot: the first rows reach the browser while later
+# ones are still being read, and no single read holds thousands of model instances.
+SNAPSHOT_CHUNK = 2000
 
-    The session row is read first: every change up to its rev was committed with that rev bump, so
-    the node read that follows reflects at least all of them (later rows may be included; clients
-    keep the newest state of a node by its rev).
-    """
+
+def read_session(session_id: uuid.UUID) -> dict | None:
     session = Session.objects.filter(pk=session_id).first()
-    if session is None:
-        return None
-    if since_rev is not None and since_rev > session.rev:
-        since_rev = None  # the client knows a future that does not exist: start over
-    nodes = Node.objects.filter(session_id=session_id)
+    return session.as_dict() if session is not None else None
+
+
+def read_nodes(session_id: uuid.UUID, since_rev: int | None, after_seq: int, limit: int) -> list[dict]:
+    """Up to `limit` nodes after `after_seq` in seq order, only those changed after `since_rev`."""
+    nodes = Node.objects.filter(session_id=session_id, seq__gt=after_seq)
     if since_rev is not None:
         nodes = nodes.filter(rev__gt=since_rev)
-    return {
-        "session": session.as_dict(),
-        "nodes": [node.as_dict() for node in nodes.order_by("seq").iterator(chunk_size=2000)],
-        "rev": session.rev,
-        "since_rev": since_rev,
-    }
+    return [node.as_dict() for node in nodes.order_by("seq")[:limit]]
 
 
 def owned_session_exists(user, session_id: uuid.UUID) -> bool:
@@ -156,15 +151,31 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
                 await self._send_changes(self.rev)
 
     async def _send_changes(self, since_rev: int | None) -> bool:
-        """Send the database's changes after `since_rev` as a snapshot; False if the session is gone."""
-        snapshot = await database_sync_to_async(read_changes)(self.session_id, since_rev)
-        if snapshot is None:
+        """Send the database's changes after `since_rev` as a snapshot; False if the session is gone.
+
+        The session row is read first: every change up to its rev was committed with that rev bump,
+        so the node reads that follow reflect at least all of them (later rows may be included too;
+        clients keep the newest state of a node by its rev).
+        """
+        session = await database_sync_to_async(read_session)(self.session_id)
+        if session is None:
             await self.close(code=CLOSE_NOT_FOUND, reason="no such session")
             return False
-        self.rev = snapshot["rev"] if self.rev is None else max(self.rev, snapshot["rev"])
-        for frame in snapshot_frames(**snapshot):
-            await self.send(text_data=frame)
-        return True
+        rev = session["rev"]
+        if since_rev is not None and since_rev > rev:
+            since_rev = None  # the client knows a future that does not exist: start over
+        self.rev = rev if self.rev is None else max(self.rev, rev)
+        after_seq, head = -1, session
+        while True:
+            nodes = await database_sync_to_async(read_nodes)(self.session_id, since_rev, after_seq,
+                                                             SNAPSHOT_CHUNK + 1)
+            last = len(nodes) <= SNAPSHOT_CHUNK
+            nodes = nodes[:SNAPSHOT_CHUNK]
+            for frame in snapshot_frames(head, nodes, rev, since_rev, last=last):
+                await self.send(text_data=frame)
+            if last:
+                return True
+            after_seq, head = nodes[-1]["seq"], None
 
     async def _beat(self):
         """Heartbeat; also the repair of a lost last message, which no later message would reveal."""

@@ -64,13 +64,19 @@ def _chunks(parts: list[str], room: int) -> Iterator[list[str]]:
     yield chunk
 
 
-def snapshot_frames(session: dict, nodes: list[dict], rev: int, since_rev: int | None) -> list[str]:
-    head = '{"type":"snapshot","session":%s,"rev":%d,"since_rev":%s' % (
-        fit(session, SESSION_FIELDS), rev, dumps(since_rev))
+def snapshot_frames(session: dict | None, nodes: list[dict], rev: int, since_rev: int | None, *,
+                    last: bool = True) -> list[str]:
+    """Frames for one part of a snapshot: it opens with `session` (None: it continues one), and the
+    final frame of the `last` part says `more: false`."""
+    if session is not None:
+        head = '{"type":"snapshot","session":%s,"rev":%d,"since_rev":%s' % (
+            fit(session, SESSION_FIELDS), rev, dumps(since_rev))
+    else:
+        head = '{"type":"snapshot_more","rev":%d' % rev
     chunks = list(_chunks([fit(node) for node in nodes], FRAME_LIMIT - len(head) - 64))
     frames = []
     for index, chunk in enumerate(chunks):
-        more = "true" if index < len(chunks) - 1 else "false"
+        more = "false" if last and index == len(chunks) - 1 else "true"
         prefix = head if index == 0 else '{"type":"snapshot_more","rev":%d' % rev
         frames.append('%s,"more":%s,"nodes":[%s]}' % (prefix, more, ",".join(chunk)))
     return frames

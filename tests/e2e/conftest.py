@@ -4,61 +4,23 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from .support import CHROMIUM, DaphneServer, database_url, launch_chromium
 
 # Playwright's sync API keeps an event loop in this thread; the ORM calls the tests make between page
 # actions are still plain synchronous code.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "e2e-password-123"
-SERVER_START_TIMEOUT_S = 30
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
         if Path(str(item.fspath)).is_relative_to(Path(__file__).parent):
             item.add_marker(pytest.mark.e2e)
-
-
-def database_url(settings_dict) -> str:
-    """The URL of the test database, for a server process that must share it."""
-    engine = settings_dict["ENGINE"]
-    if engine.endswith("sqlite3"):
-        return f"sqlite:///{Path(settings_dict['NAME']).resolve()}"
-    if engine.endswith("postgresql"):
-        auth = settings_dict.get("USER") or ""
-        if settings_dict.get("PASSWORD"):
-            auth += f":{settings_dict['PASSWORD']}"
-        host = f"{settings_dict.get('HOST') or '127.0.0.1'}:{settings_dict.get('PORT') or 5432}"
-        return f"postgres://{auth + '@' if auth else ''}{host}/{settings_dict['NAME']}"
-    raise RuntimeError(f"browser tests support SQLite and PostgreSQL, not {engine}")
-
-
-def start_daphne(env: dict, log_path: Path) -> tuple[subprocess.Popen, str]:
-    log = log_path.open("w")
-    process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "daphne"), "-e", "tcp:port=0:interface=127.0.0.1",
-         "openprogram_web.asgi:application"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        match = re.search(r"Listening on TCP address 127\.0\.0\.1:(\d+)", log_path.read_text())
-        if match:
-            return process, f"http://127.0.0.1:{match.group(1)}"
-        if process.poll() is not None:
-            break
-        time.sleep(0.05)
-    process.kill()
-    raise RuntimeError(f"daphne did not start; its log:\n{log_path.read_text()}")
 
 
 @pytest.fixture(scope="session")
@@ -70,13 +32,9 @@ def server_url(django_db_setup, django_db_blocker, tmp_path_factory):
            "PYTHONUNBUFFERED": "1"}
     env.pop("REDIS_URL", None)  # one server process: the in-memory layer is the embedded default
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-    process, url = start_daphne(env, tmp_path_factory.mktemp("daphne") / "daphne.log")
-    yield url
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
+    server = DaphneServer(env, tmp_path_factory.mktemp("daphne") / "daphne.log")
+    yield server.url
+    server.stop()
 
 
 @pytest.fixture(scope="session")
@@ -86,7 +44,7 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = launch_chromium(playwright)
         yield browser
         browser.close()
 

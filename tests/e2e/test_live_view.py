@@ -6,6 +6,8 @@ from playwright.sync_api import expect
 
 from dag.models import Node, Session
 
+from .support import make_big_session
+
 SESSION_URL = re.compile(r".*/sessions/([0-9a-f-]{36})/$")
 
 
@@ -109,27 +111,6 @@ def test_model_output_with_markup_is_shown_as_text(page, user):
     expect(page.locator("[data-role=outcome]")).to_contain_text("<script>")
     assert page.locator("main script, main img").count() == 0
     assert page.evaluate("window.__pwned") is None
-
-
-def make_big_session(user, children=99, grandchildren=100):
-    """An entry call, `children` calls under it, `grandchildren` under each: 10,000 nodes by default.
-
-    Under each child, runs of eleven `work` calls are separated by one `check`, so they fold.
-    """
-    total = 1 + children + children * grandchildren
-    session = make_session(user, function="big_run", status="completed", rev=total, node_count=total)
-    entry = Node.objects.create(session=session, seq=0, kind="code", name="big_run", status="completed",
-                                depth=1, name_depth=1, input={"size": total}, rev=1)
-    middle = Node.objects.bulk_create([
-        Node(session=session, seq=1 + i, parent=entry, kind="code", name="batch" if i % 2 else "plan",
-             status="completed", depth=2, name_depth=1, input={"i": i}, rev=2 + i) for i in range(children)])
-    first = 1 + children
-    Node.objects.bulk_create([
-        Node(session=session, seq=first + p * grandchildren + c, parent=parent, kind="code",
-             name="check" if c % 12 == 0 else "work", status="error" if c == 5 else "completed", depth=3,
-             name_depth=1, input={"p": p, "c": c}, output=c, rev=1 + first + p * grandchildren + c)
-        for p, parent in enumerate(middle) for c in range(grandchildren)], batch_size=2000)
-    return session
 
 
 def test_ten_thousand_nodes_open_and_render(page, user):
