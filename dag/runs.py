@@ -67,9 +67,9 @@ def run_session(session_id) -> None:
             outcome = tool(**kwargs)
             # A worker thread has no event loop of its own: an async function gets one for its run.
             result = asyncio.run(outcome) if tool.is_async else outcome
-        except (CancelledError, KeyboardInterrupt) as exc:
+        except CancelledError as exc:
             status, error = _stopped_status(signal), error_text(exc)
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit included: whatever ended the run, the session ends too
             # A stop can surface as another error (a closed client); it is still a stop.
             status = _stopped_status(signal) if signal.is_set else Session.Status.ERROR
             error = error_text(exc)

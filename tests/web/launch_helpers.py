@@ -45,6 +45,12 @@ async def async_echo(text: str) -> str:
 
 
 @agentic_function(register_globally=False)
+def exit_early() -> None:
+    """Call sys.exit from inside a run."""
+    raise SystemExit(3)
+
+
+@agentic_function(register_globally=False)
 def explode(message: str = "boom") -> str:
     """Raise an error with the message."""
     raise RuntimeError(message)

@@ -194,6 +194,13 @@ def test_async_functions_run_and_record_their_calls(api, user, test_functions):
                                                                      ("echo", 2, "completed")]
 
 
+def test_a_run_that_calls_sys_exit_still_ends(api, user, test_functions):
+    session = make_session(user, function="exit_early", args={})
+    run_session(session.pk)
+    assert api.get(f"/api/sessions/{session.pk}/").json()["status"] == "error"
+    assert Node.objects.get(session=session).status != "running"
+
+
 def test_run_error_is_kept_on_the_session(api, user, test_functions):
     session = make_session(user, function="explode", args={"message": "kaboom"})
     run_session(session.pk)
