@@ -31,7 +31,8 @@ def queued(django_capture_on_commit_callbacks):
 
 
 def make_session(owner, function="echo", args=None, **fields):
-    return Session.objects.create(owner=owner, function=function, args=args or {"text": "hi"}, **fields)
+    return Session.objects.create(owner=owner, function=function,
+                                  args={"text": "hi"} if args is None else args, **fields)
 
 
 # --- functions -------------------------------------------------------------------------------------
@@ -198,7 +199,8 @@ def test_a_run_that_calls_sys_exit_still_ends(api, user, test_functions):
     session = make_session(user, function="exit_early", args={})
     run_session(session.pk)
     assert api.get(f"/api/sessions/{session.pk}/").json()["status"] == "error"
-    assert Node.objects.get(session=session).status != "running"
+    assert "SystemExit" in Session.objects.get(pk=session.pk).error
+    assert Node.objects.get(session=session).status == "error"
 
 
 def test_run_error_is_kept_on_the_session(api, user, test_functions):
