@@ -10,7 +10,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
+from django.core.signals import setting_changed
 from django.db import close_old_connections, connection, transaction
+from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
 log = logging.getLogger(__name__)
@@ -41,7 +43,7 @@ class InProcessExecutor(Executor):
     supports_local_stop = True
 
     def __init__(self, workers: int | None = None):
-        self.workers = workers or settings.OPENPROGRAM_EXECUTOR_WORKERS
+        self.workers = settings.OPENPROGRAM_EXECUTOR_WORKERS if workers is None else workers
         if self.workers < 1:
             raise ValueError(f"OPENPROGRAM_EXECUTOR_WORKERS must be at least 1, got {self.workers}")
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="openprogram-run")
@@ -76,6 +78,15 @@ def _run_in_thread(session_id) -> None:
 
 _executor: Executor | None = None
 _executor_lock = threading.Lock()
+
+
+@receiver(setting_changed)
+def _forget_executor(setting, **kwargs) -> None:
+    """Build the executor anew after its settings change (tests' override_settings)."""
+    global _executor
+    if setting in ("OPENPROGRAM_EXECUTOR", "OPENPROGRAM_EXECUTOR_WORKERS"):
+        with _executor_lock:
+            _executor = None  # runs already submitted to the old one finish there
 
 
 def get_executor() -> Executor:

@@ -1,0 +1,50 @@
+"""The executor is chosen by dotted path in settings, behind a small base class."""
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from dag.executor import Executor, InProcessExecutor, get_executor
+
+from .launch_helpers import fast_hashing, test_functions, user  # noqa: F401 (fixtures)
+
+
+class RecordingExecutor(Executor):
+    """Runs nothing; remembers what it was given."""
+
+    submitted: list = []
+
+    def submit(self, session_id) -> None:
+        RecordingExecutor.submitted.append(str(session_id))
+
+
+def test_the_default_is_the_in_process_pool(settings):
+    settings.OPENPROGRAM_EXECUTOR_WORKERS = 3
+    executor = get_executor()
+    assert isinstance(executor, InProcessExecutor) and executor.workers == 3 and executor.supports_local_stop
+    assert get_executor() is executor  # one per process
+
+
+@pytest.mark.django_db
+def test_launches_go_to_the_configured_executor(settings, user, test_functions):
+    settings.OPENPROGRAM_EXECUTOR = f"{__name__}.RecordingExecutor"
+    RecordingExecutor.submitted.clear()
+    client = APIClient()
+    client.force_authenticate(user)
+    session_id = client.post("/api/sessions/", {"function": "echo", "args": {"text": "x"}}, format="json").json()["id"]
+    assert RecordingExecutor.submitted == [session_id]
+
+
+@pytest.mark.parametrize("path, error, message", [
+    ("dag.executor.NoSuchExecutor", ImportError, "OPENPROGRAM_EXECUTOR='dag.executor.NoSuchExecutor' cannot be imported"),
+    ("dag.models.Session", TypeError, "is not a dag.executor.Executor subclass"),
+])
+def test_a_wrong_setting_is_named(settings, path, error, message):
+    settings.OPENPROGRAM_EXECUTOR = path
+    with pytest.raises(error, match=message.replace("(", r"\(").replace(".", r"\.")):
+        get_executor()
+
+
+def test_a_pool_needs_a_worker():
+    with pytest.raises(ValueError, match="OPENPROGRAM_EXECUTOR_WORKERS must be at least 1"):
+        InProcessExecutor(workers=0)
