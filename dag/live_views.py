@@ -35,9 +35,26 @@ def session_list(request):
         for value, label in Session.Status.choices]
     shown = own.filter(status=status) if status else own
     page = Paginator(shown.order_by("-created_at"), SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
+    for session in page.object_list:
+        session.duration_text = run_duration(session)
     return render(request, "sessions/list.html", {
         "page": page, "filters": filters, "status": status,
         "terminal": [str(value) for value in Session.TERMINAL]})
+
+
+def run_duration(session: Session) -> str:
+    """How long a run took ("1.4 s", "2 m 5 s"), "running" while it runs, "" if it never started."""
+    if session.started_at is None:
+        return ""
+    if session.finished_at is None:
+        return "running" if not session.is_terminal else ""
+    seconds = (session.finished_at - session.started_at).total_seconds()
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, seconds = divmod(round(seconds), 60)
+    return f"{minutes} m {seconds} s"
 
 
 @login_required

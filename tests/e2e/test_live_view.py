@@ -28,6 +28,18 @@ def rows(page, css=""):
     return page.locator(f"[data-role=canvas] .row{css}")
 
 
+def record_texts(page, selector):
+    """Start recording every text the element shows; returns a function reading the list so far."""
+    key = f"texts{abs(hash(selector))}"
+    page.evaluate("""([selector, key]) => {
+      const element = document.querySelector(selector);
+      window[key] = [element.textContent];
+      new MutationObserver(() => window[key].push(element.textContent))
+        .observe(element, {childList: true, characterData: true, subtree: true});
+    }""", [selector, key])
+    return lambda: page.evaluate("(key) => window[key]", key)
+
+
 def test_wiki_agent_nodes_appear_and_complete(page):
     launch_from_form(page, "wiki_agent", {"question": "How does the recursion guard work?"})
     expect(page.locator("[data-role=connection]")).to_have_text("live")
@@ -68,16 +80,10 @@ def test_runaway_agent_shows_five_frames_the_refused_sixth_and_the_gauge_at_the_
 def test_slow_count_is_stopped_from_the_page(page):
     launch_from_form(page, "slow_count", {"n": 400, "delay_s": 0.1})
     expect(rows(page, ".kind-code").nth(2)).to_be_visible()  # a few counts are in
-    # Every status the badge shows, in order, so a brief `cancelling` is not missed.
-    page.evaluate("""() => {
-      const badge = document.querySelector('[data-role=session-status]');
-      window.statusSeen = [badge.textContent];
-      new MutationObserver(() => window.statusSeen.push(badge.textContent))
-        .observe(badge, {childList: true, characterData: true, subtree: true});
-    }""")
+    seen = record_texts(page, "[data-role=session-status]")  # so a brief `cancelling` is not missed
     page.click("[data-role=stop]")
     expect(session_status(page)).to_have_text("cancelled")
-    seen = page.evaluate("window.statusSeen")
+    seen = seen()
     assert "cancelling" in seen and seen.index("cancelling") < seen.index("cancelled")
     expect(page.locator("[data-role=stop]")).to_be_hidden()
     expect(rows(page, ".status-running")).to_have_count(0)
@@ -129,3 +135,43 @@ def test_ten_thousand_nodes_open_and_render(page, user):
     expect(rows(page, ".kind-code").first).to_be_visible()
     assert rows(page).count() < 150
     page.screenshot(path="/tmp/e2e-10k.png")
+
+
+def test_following_stops_when_the_user_scrolls_and_a_chip_counts_new_nodes(page):
+    launch_from_form(page, "slow_count", {"n": 400, "delay_s": 0.05})
+    expect(rows(page, ".group")).to_have_count(1)  # more than ten count_step calls folded
+    page.locator("[data-role=tree]").hover()
+    page.mouse.wheel(0, -200)
+    expect(page.locator("[data-role=follow]")).not_to_be_checked()
+    chip = page.locator("[data-role=new-chip]")
+    expect(chip).to_have_text(re.compile(r"^\d+ new ↓$"))
+    chip.click()
+    expect(chip).to_be_hidden()
+    expect(page.locator("[data-role=follow]")).to_be_checked()
+    page.click("[data-role=stop]")
+    expect(session_status(page)).to_have_text("cancelled")
+
+
+def test_a_dropped_connection_reconnects_from_the_last_revision(page):
+    urls, routes = [], []
+
+    def relay(route):
+        urls.append(route.url)
+        routes.append(route)
+        route.connect_to_server()
+
+    page.route_web_socket(re.compile(r".*/ws/sessions/.*"), relay)
+    session_id = launch_from_form(page, "slow_count", {"n": 30, "delay_s": 0.1})
+    expect(rows(page, ".kind-code").nth(3)).to_be_visible()
+    badges = record_texts(page, "[data-role=connection]")
+    routes[0].close(code=1011, reason="test drops the socket")
+    expect(page.locator("[data-role=connection]")).to_have_text("live")
+    texts = badges()
+    shown = [text for i, text in enumerate(texts) if i == 0 or texts[i - 1] != text]
+    assert shown[:3] == ["live", "reconnecting…", "live"]
+    expect(session_status(page)).to_have_text("completed")
+    assert len(urls) >= 2 and "since_rev=" in urls[1]
+    page.click("[data-role=expand-all]")
+    expect(rows(page, ".kind-code")).to_have_count(31)
+    expect(rows(page, ".status-running")).to_have_count(0)
+    assert Node.objects.filter(session_id=session_id).count() == 31

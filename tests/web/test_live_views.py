@@ -113,3 +113,18 @@ def test_function_names_are_escaped_in_pages(client_ada, ada):
         html = client_ada.get(url).content.decode()
         assert "<script>alert(1)</script>" not in html
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_durations_in_the_list_read_at_a_glance(client_ada, ada):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    start = timezone.now()
+    make(ada, started_at=start, finished_at=start + timedelta(milliseconds=320))
+    make(ada, started_at=start, finished_at=start + timedelta(seconds=4.25))
+    make(ada, started_at=start, finished_at=start + timedelta(seconds=125))
+    make(ada, status="running", started_at=start)
+    make(ada, status="queued")
+    durations = [s.duration_text for s in client_ada.get("/sessions/").context["page"].object_list]
+    assert durations == ["", "running", "2 m 5 s", "4.2 s", "320 ms"]

@@ -49,6 +49,8 @@ export class SessionHeader {
 
   setConnection(state, detail) {
     const labels = {live: "live", reconnecting: "reconnecting…", closed: "disconnected"};
+    if (this.connectionState === state && !detail) return;
+    this.connectionState = state;
     this.connection.className = `conn conn-${state}`;
     this.connection.textContent = labels[state] || state;
     this.connection.title = detail || "";
@@ -68,7 +70,6 @@ export class SessionHeader {
     const parts = [`started ${formatTime(session.started_at || session.created_at)}`];
     const duration = elapsedMs(session.started_at, session.finished_at);
     if (duration !== null) parts.push(terminal ? `took ${formatDuration(duration)}` : `running for ${formatDuration(duration)}`);
-    parts.push(`${session.node_count} node${session.node_count === 1 ? "" : "s"}`);
     if (session.model) parts.push(session.model);
     this.meta.textContent = parts.join(" · ");
     this.renderBudget(session.budget, session.budget_spend);
