@@ -22,6 +22,7 @@ from django.utils import timezone
 from . import broadcast, write_sql
 from .models import Node, Session
 from .values import json_safe
+from .write_transaction import WriteTransaction
 
 _UNSET = object()
 
@@ -34,14 +35,18 @@ def session_message(session: Session) -> dict:
     return {"type": "session", "rev": session.rev, "session": session.as_dict()}
 
 
-def _publish_on_commit(session_id, messages: list[dict]) -> None:
+def _publish_on_commit(session_id, messages: list[dict], tx: Optional[WriteTransaction] = None) -> None:
     key = str(session_id)
-    transaction.on_commit(lambda: broadcast.publish(key, messages))
+    publish = lambda: broadcast.publish(key, messages)  # noqa: E731
+    if tx is not None:
+        tx.after_commit(publish)
+    else:
+        transaction.on_commit(publish)
 
 
-def _advance(session_id, *, revs: int = 1, nodes: int = 0) -> tuple[int, int]:
+def _advance(tx: WriteTransaction, session_id, *, revs: int = 1, nodes: int = 0) -> tuple[int, int]:
     """Add `revs` to the session's revision and `nodes` to its node count; return both new values."""
-    advanced = write_sql.advance(session_id, revs, nodes)
+    advanced = write_sql.advance(tx, session_id, revs, nodes)
     if advanced is None:
         raise Session.DoesNotExist(f"session {session_id} does not exist (was it deleted?)")
     return advanced
@@ -51,11 +56,11 @@ def _advance(session_id, *, revs: int = 1, nodes: int = 0) -> tuple[int, int]:
 
 def create_node(session_id, **fields: Any) -> Node:
     """Insert a node at the session's next `seq`, stamped with a new revision, and publish it."""
-    with transaction.atomic():
-        rev, count = _advance(session_id, nodes=1)
+    with WriteTransaction() as tx:
+        rev, count = _advance(tx, session_id, nodes=1)
         node = write_sql.new_node(session_id=session_id, seq=count - 1, rev=rev, **fields)
-        write_sql.insert_node(node)
-        _publish_on_commit(session_id, [node_message(node)])
+        write_sql.insert_node(tx, node)
+        _publish_on_commit(session_id, [node_message(node)], tx)
     return node
 
 
@@ -67,15 +72,15 @@ def finish_node(node: Node, **fields: Any) -> bool:
     closed it first): a late exit never turns `cancelled` into `completed`.
     """
     fields.setdefault("finished_at", timezone.now())
-    with transaction.atomic():
-        rev, _ = _advance(node.session_id)
-        if not write_sql.update_running_node(node.pk, {**fields, "rev": rev}):
-            transaction.set_rollback(True)  # give the revision back: nothing changed
+    with WriteTransaction() as tx:
+        rev, _ = _advance(tx, node.session_id)
+        if not write_sql.update_running_node(tx, node.pk, {**fields, "rev": rev}):
+            tx.discard()  # give the revision back: nothing changed
             return False
         for name, value in fields.items():
             setattr(node, name, value)
         node.rev = rev
-        _publish_on_commit(node.session_id, [node_message(node)])
+        _publish_on_commit(node.session_id, [node_message(node)], tx)
     return True
 
 
@@ -89,13 +94,13 @@ def close_open_nodes(session_id, status: str = Node.Status.INTERRUPTED, error: s
         raise ValueError(f"status must be a final node status ({', '.join(sorted(Node.TERMINAL))}); "
                          f"got {status!r}")
     now = timezone.now()
-    with transaction.atomic():
-        _advance(session_id, revs=0)  # lock the session first, like every other writer
+    with WriteTransaction(lean=False) as tx:  # the ORM works inside it too
+        _advance(tx, session_id, revs=0)  # lock the session first, like every other writer
         open_nodes = list(Node.objects.filter(session_id=session_id, status=Node.Status.RUNNING)
                           .order_by("seq"))
         if not open_nodes:
             return 0
-        last_rev, _ = _advance(session_id, revs=len(open_nodes))
+        last_rev, _ = _advance(tx, session_id, revs=len(open_nodes))
         first_rev = last_rev - len(open_nodes) + 1
         for offset, node in enumerate(open_nodes):
             node.status, node.finished_at, node.rev = status, now, first_rev + offset

@@ -1,0 +1,108 @@
+"""`WriteTransaction`: one short write transaction with a cursor, and callbacks for after its commit.
+
+The recorder makes two tiny transactions per recorded call. Under `transaction.atomic()` Django's
+bookkeeping (autocommit switches, a wrapped cursor per statement, commit hooks) costs more CPU than
+the database work itself, so outside any atomic block this runs BEGIN ... COMMIT on the driver
+connection directly. Inside an atomic block, or with `lean=False` (for code that also uses the ORM),
+it is Django's `transaction.atomic()`, so an enclosing rollback still covers it.
+
+SQLite transactions begin IMMEDIATE, as Django's are configured here: a writer takes the write lock
+up front and queues behind others (busy timeout) instead of failing to upgrade a read lock later.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+
+# Vendors whose driver connection and cursor are used directly.
+DRIVER_VENDORS = frozenset({"sqlite", "postgresql"})
+_BEGIN = {"sqlite": "BEGIN IMMEDIATE", "postgresql": "BEGIN"}
+
+
+class WriteTransaction:
+    """`with WriteTransaction() as tx:` gives `tx.execute(sql, params)`, `tx.connection`,
+    `tx.after_commit(fn)` and `tx.discard()` (roll back instead of committing, without an exception).
+
+    SQL for `execute` uses `%s` placeholders, except on SQLite's driver cursor, which takes `?`:
+    `placeholders(sql, vendor)` converts.
+    """
+
+    def __init__(self, *, lean: bool = True):
+        self.lean = lean
+
+    def __enter__(self) -> "WriteTransaction":
+        # `connections[...]`, not the `connection` proxy: every read through the proxy is a lookup.
+        self.connection = connection = connections[DEFAULT_DB_ALIAS]
+        self.driver = connection.vendor in DRIVER_VENDORS
+        self._discarded = False
+        self._callbacks: list[Callable[[], None]] = []
+        self._own = (self.lean and self.driver and not connection.in_atomic_block
+                     and connection.get_autocommit())
+        if self._own:
+            connection.ensure_connection()
+            with connection.wrap_database_errors:
+                self.cursor = connection.connection.cursor()
+                self.cursor.execute(_BEGIN[connection.vendor])
+        else:
+            self._atomic = transaction.atomic()
+            self._atomic.__enter__()
+            self.cursor = connection.connection.cursor() if self.driver else connection.cursor()
+        return self
+
+    def execute(self, sql: str, params=()):
+        """Run one statement (placeholders as `placeholder` says); returns the cursor for fetching."""
+        with self.connection.wrap_database_errors:
+            self.cursor.execute(sql, params)
+        return self.cursor
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Run `callback` once the transaction has committed (never if it rolls back)."""
+        if self._own:
+            self._callbacks.append(callback)
+        else:
+            transaction.on_commit(callback)
+
+    def discard(self) -> None:
+        """End the transaction with a rollback: nothing it wrote is kept."""
+        self._discarded = True
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if not self._own:
+            self.cursor.close()
+            if self._discarded and exc_type is None:
+                transaction.set_rollback(True)
+            return self._atomic.__exit__(exc_type, exc, tb)
+        try:
+            if exc_type is None and not self._discarded:
+                self._finish("COMMIT")
+            else:
+                self._rollback(quiet=exc_type is not None)
+        finally:
+            self.cursor.close()
+        if exc_type is None and not self._discarded:
+            for callback in self._callbacks:
+                callback()
+        return False
+
+    def _finish(self, statement: str) -> None:
+        try:
+            with self.connection.wrap_database_errors:
+                self.cursor.execute(statement)
+        except BaseException:
+            self._rollback(quiet=True)
+            raise
+
+    def _rollback(self, *, quiet: bool) -> None:
+        try:
+            with self.connection.wrap_database_errors:
+                self.cursor.execute("ROLLBACK")
+        except Exception:
+            # The database may have ended the transaction itself; the error that got us here matters.
+            if not quiet:
+                raise
+
+
+def placeholders(sql: str, vendor: str) -> str:
+    """`sql`, written with `%s` placeholders, as the cursor of a WriteTransaction on `vendor` takes it."""
+    return sql.replace("%s", "?") if vendor == "sqlite" else sql
