@@ -343,6 +343,29 @@ async def test_a_huge_node_is_streamed_with_its_big_fields_cut(owner, session):
     assert streamed["input"] == {"q": 1} and streamed["output"].startswith("yyyy")
 
 
+@pytest.mark.parametrize("function, args", [
+    ("wiki_agent", {"question": "How does the recursion guard work?"}),
+    ("runaway_agent", {"task": "Summarise the notes"}),
+])
+async def test_a_real_run_streams_exactly_what_it_recorded(owner, monkeypatch, function, args):
+    """The whole path: executor entry point, recorder, revisions, broadcast, layer, consumer."""
+    from dag.runs import run_session
+
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OPENPROGRAM_MODEL"):
+        monkeypatch.delenv(name, raising=False)  # the offline simulated model
+    session = await database_sync_to_async(Session.objects.create)(owner=owner, function=function, args=args)
+    comm = communicator(owner, session.pk)
+    await comm.connect(timeout=TIMEOUT)
+    mirror = Mirror()
+    mirror.apply(await comm.receive_json_from(timeout=TIMEOUT))
+    await asyncio.to_thread(run_session, session.pk)
+    rev, status, nodes = await database_sync_to_async(database_state)(session.pk)
+    await read_until(comm, mirror, rev)
+    await comm.disconnect()
+    assert status == "completed" and len(nodes) > 2
+    assert (mirror.rev, mirror.session["status"], mirror.nodes) == (rev, status, nodes)
+
+
 # --- access control and parameters ---------------------------------------------------------------
 
 async def test_another_user_is_closed_with_4404(stranger, session):
