@@ -175,3 +175,26 @@ def test_a_dropped_connection_reconnects_from_the_last_revision(page):
     expect(rows(page, ".kind-code")).to_have_count(31)
     expect(rows(page, ".status-running")).to_have_count(0)
     assert Node.objects.filter(session_id=session_id).count() == 31
+
+
+def test_a_budget_breach_is_marked_on_the_node_and_in_the_gauge(page, user):
+    session = make_session(user, function="research_agent", status="error", rev=3, node_count=2,
+                           error="BudgetExceeded: max_llm_calls 3 reached",
+                           budget={"max_depth": None, "max_llm_calls": 3, "max_tokens": 5000, "timeout_s": None},
+                           budget_spend={"depth": 2, "llm_calls": 3, "tokens": 1200, "elapsed_s": 0.4})
+    entry = Node.objects.create(session=session, seq=0, kind="code", name="research_agent", status="error",
+                                depth=1, name_depth=1, input={"topic": "t"}, rev=3)
+    Node.objects.create(session=session, seq=1, parent=entry, kind="code", name="wiki_agent", status="refused",
+                        depth=2, name_depth=1, input={"question": "q"}, rev=2,
+                        error="BudgetExceeded: max_llm_calls 3 reached at research_agent > wiki_agent")
+    page.goto(f"/sessions/{session.id}/")
+    breach = rows(page, ".budget-breach")
+    expect(breach.locator(".name")).to_have_text("wiki_agent")
+    expect(breach.locator(".flag-refused")).to_have_text("budget")
+    gauge = page.locator("[data-role=gauge]")
+    expect(gauge.locator("[data-role=budget-breach]")).to_contain_text("1 over budget")
+    expect(gauge.locator("[data-role=refused]")).to_have_count(0)  # not a depth refusal
+    budget = page.locator("[data-role=budget]")
+    expect(budget.locator(".budget-item.over")).to_have_text("model calls 3 / 3")
+    expect(budget).to_contain_text("tokens 1200 / 5000")
+    expect(page.locator("[data-role=outcome]")).to_contain_text("BudgetExceeded")
