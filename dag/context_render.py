@@ -13,7 +13,8 @@ Every other function shows, per its expose:
 - `llm`: its own model exchanges only, not its call, result or nested calls;
 - `full`: docstring, call, result and everything inside (each nested function again per its expose).
 
-Code nodes render as `{doc}\n\n{name}({args})` and their result; llm nodes as the last user message
+Code nodes render as `{doc}\n\n{name}({args})` and their result; llm nodes as what the exchange
+added (the caller's turn or the tool results, without the runtime's situational and context blocks)
 and the reply. Values are cut to VALUE_LIMIT characters: this is a prompt, the DAG keeps them whole.
 """
 from __future__ import annotations
@@ -118,8 +119,8 @@ def _outcome(node: dict) -> str:
 
 
 def _render_llm(node: dict, request: Any) -> str:
-    asked = _last_user_text(request)
-    lines = [f"[model call{' ' + node['model'] if node['model'] else ''}] {truncate(asked, VALUE_LIMIT)}".rstrip()]
+    asked = truncate(_new_input(request), VALUE_LIMIT)
+    lines = [f"[model call{' ' + node['model'] if node['model'] else ''}] {asked}".rstrip()]
     reply = node["output"] or {}
     if reply.get("text"):
         lines.append(f"-> {truncate(str(reply['text']), VALUE_LIMIT)}")
@@ -131,16 +132,39 @@ def _render_llm(node: dict, request: Any) -> str:
     return "\n".join(lines)
 
 
-def _last_user_text(request: Any) -> str:
+def _new_input(request: Any) -> str:
+    """What this exchange added after the model last spoke: the user's turn or the tool results.
+
+    Earlier turns of a tool-calling loop are repeated in every later request; they are rendered once,
+    with the exchange that produced them.
+    """
     messages = request.get("messages") if isinstance(request, dict) else None
-    for message in reversed(messages or []):
-        if isinstance(message, dict) and message.get("role") == "user":
-            content = message.get("content")
-            if isinstance(content, str):
-                return content
-            if isinstance(content, list):
-                return "\n".join(str(part.get("text", "")) for part in content
-                                 if isinstance(part, dict) and part.get("type") == "text")
+    if not isinstance(messages, list):
+        return ""
+    start = 0
+    for index, message in enumerate(messages):
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            start = index + 1
+    parts = []
+    for message in messages[start:]:
+        if not isinstance(message, dict):
+            continue
+        text = _message_text(message.get("content"))
+        if message.get("role") == "tool":
+            text = f"{message.get('name', 'tool')} returned: {text}"
+        if text:
+            parts.append(text)
+    return "\n".join(parts)
+
+
+def _message_text(content: Any) -> str:
+    """The caller's text of a message. Blocks with a `source` (the situational prompt, a rendered
+    context) were added by the runtime; rendering them again would nest contexts inside contexts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(block.get("text", "")) for block in content
+                         if isinstance(block, dict) and block.get("type") == "text" and not block.get("source"))
     return ""
 
 

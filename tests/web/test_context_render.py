@@ -4,7 +4,8 @@ import pytest
 from dag import revisions
 from dag.context_render import render_frame_context
 from dag.models import Node
-from runtime import agentic_function
+from runtime import Runtime, agentic_function, function
+from runtime.providers import ScriptedProvider
 
 from .dag_helpers import model_call, new_session, recording, visible_context
 
@@ -250,3 +251,33 @@ def test_values_are_cut_in_the_prompt_but_stored_whole():
     run_recorded(viewer)
     assert "more chars" in seen[0] and len(seen[0]) < 3000
     assert Node.objects.get(name="big").output == "x" * 10_000
+
+
+def test_a_real_tool_loop_renders_each_exchange_once_without_the_runtimes_own_blocks():
+    @function
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return f"value-of-{key}"
+
+    @agentic_function
+    def researcher(runtime: Runtime = None):
+        """Research with tools."""
+        runtime.exec("first task", tools=[lookup])
+        runtime.llm("second task")
+        runtime.llm("third task")
+
+    provider = ScriptedProvider([{"tool_calls": [{"name": "lookup", "arguments": {"key": "k"}}]}, "done",
+                                 "second answer", "third answer"])
+    run_recorded(researcher, Runtime(provider=provider))
+
+    def context_of(request):
+        return [block["text"] for block in request["messages"][0]["content"] if block.get("source") == "context"]
+
+    assert context_of(provider.requests[0]) == []  # nothing recorded before the first call
+    [third] = context_of(provider.requests[3])
+    assert third == ("So far in this call:\n\n"
+                     '[model call scripted] first task\n-> calls lookup(key="k")\n\n'
+                     'lookup(key="k")\n-> value-of-k\n\n'
+                     "[model call scripted] lookup returned: value-of-k\n-> done\n\n"
+                     "[model call scripted] second task\n-> second answer")
+    assert "Execution context" not in third  # the situational prompt is the runtime's, not history
