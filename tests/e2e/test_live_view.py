@@ -134,6 +134,12 @@ def test_ten_thousand_nodes_open_and_render(page, user):
     page.locator("[data-role=tree]").evaluate("tree => { tree.scrollTop = tree.scrollHeight / 2; }")
     expect(rows(page, ".kind-code").first).to_be_visible()
     assert rows(page).count() < 150
+    # Every group is open now, all the way down: its members are drawn right after it.
+    expect(rows(page, ".group[aria-expanded=true]").first).to_be_visible()
+    assert rows(page, ".group[aria-expanded=false]").count() == 0
+    # The canvas is as tall as all 10,000 rows plus the 792 open group headers (8 under each child).
+    height = page.locator("[data-role=canvas]").evaluate("canvas => canvas.offsetHeight")
+    assert height == (10000 + 99 * 8) * 28
     page.screenshot(path="/tmp/e2e-10k.png")
 
 

@@ -73,7 +73,9 @@ export class TreeModel {
 
   expandAll() {
     this.collapsed.clear();
-    for (const row of this.rows) if (row.type === "group") this.openGroups.add(row.key);
+    for (const ids of this.children.values()) {
+      for (const run of foldRuns(ids, this.nodes)) this.openGroups.add(run.key);
+    }
     this.structureChanged = true;
   }
 
