@@ -343,6 +343,16 @@ async def test_a_huge_node_is_streamed_with_its_big_fields_cut(owner, session):
     assert streamed["input"] == {"q": 1} and streamed["output"].startswith("yyyy")
 
 
+def test_a_large_batch_is_split_into_contiguous_batches_under_the_limit():
+    items = [{"type": "node", "rev": rev, "node": {"id": rev, "rev": rev, "output": "z" * 150_000}}
+             for rev in range(1, 11)]
+    frames = [json.loads(frame) for frame in stream_frames.live_frames(items)]
+    assert len(frames) >= 2
+    assert all(len(text) <= stream_frames.FRAME_LIMIT for text in stream_frames.live_frames(items))
+    assert [item["rev"] for frame in frames for item in frame["items"]] == list(range(1, 11))
+    assert all(frame["type"] == "batch" and frame["rev"] == frame["items"][-1]["rev"] for frame in frames)
+
+
 @pytest.mark.parametrize("function, args", [
     ("wiki_agent", {"question": "How does the recursion guard work?"}),
     ("runaway_agent", {"task": "Summarise the notes"}),
