@@ -4,19 +4,15 @@ Install it around a run with `runtime.use_recorder(DjangoRecorder(session))`. Ev
 transaction through `dag.revisions` (entry: advance the counter + INSERT; exit: advance + UPDATE), and the
 recorder keeps the nodes it opened in memory so a backfill needs no read.
 
-The ORM refuses to run inside an event loop's thread, and async agentic functions call the recorder
-from one, so there the write is done on a small thread pool while the loop's thread waits for it;
-order is kept because each event finishes before the function goes on.
+Async agentic functions call the recorder from inside an event loop, where the ORM refuses to run;
+`dag.loop_offload` moves those writes to a private thread. `close()` ends that thread (it also ends
+when the recorder is garbage-collected).
 """
 from __future__ import annotations
 
-import asyncio
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
-from django.db import connections
 from django.utils import timezone
 
 from runtime.context import Frame
@@ -24,38 +20,9 @@ from runtime.recorder import Recorder
 
 from . import revisions
 from .context_render import render_frame_context
+from .loop_offload import LoopOffload
 from .models import Node, Session
 from .values import json_safe
-
-_pool: Optional[ThreadPoolExecutor] = None
-_pool_lock = threading.Lock()
-
-
-def _off_loop(call: Callable, *args, **kwargs) -> Any:
-    """Run `call(...)` here, or on the recorder thread when this thread is running an event loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return call(*args, **kwargs)
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            # One thread: every event waits for its write anyway, and one thread means one
-            # database connection to close on shutdown.
-            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dag-recorder")
-        pool = _pool
-    return pool.submit(call, *args, **kwargs).result()
-
-
-def close_recorder_pool() -> None:
-    """Close the recorder thread's database connection and stop the thread (a later event restarts it)."""
-    global _pool
-    with _pool_lock:
-        pool, _pool = _pool, None
-    if pool is not None:
-        pool.submit(connections.close_all).result()
-        pool.shutdown(wait=True)
-
 
 def error_text(error: Optional[BaseException]) -> str:
     if error is None:
@@ -78,11 +45,17 @@ class DjangoRecorder(Recorder):
         self.session_id = session.pk if isinstance(session, Session) else Session._meta.pk.to_python(session)
         # Nodes this recorder opened and has not closed yet, by id: their state for the backfill.
         self._open: dict[int, Node] = {}
+        self._offload = LoopOffload()
+        self._off_loop = self._offload.run
+
+    def close(self) -> None:
+        """Release the thread (and database connection) used for writes from event loops, if any."""
+        self._offload.close()
 
     # -- code nodes ------------------------------------------------------------------------------
 
     def function_entered(self, frame: Frame) -> None:
-        node = _off_loop(self._create, frame, Node.Status.RUNNING, "", timezone.now(), None)
+        node = self._off_loop(self._create, frame, Node.Status.RUNNING, "", timezone.now(), None)
         self._open[node.pk] = node
         frame.node = node.pk
 
@@ -91,12 +64,12 @@ class DjangoRecorder(Recorder):
         node = self._open.pop(frame.node, None)
         if node is None:
             return
-        _off_loop(revisions.finish_node, node, status=status, output=json_safe(output),
+        self._off_loop(revisions.finish_node, node, status=status, output=json_safe(output),
                   error=error_text(error))
 
     def function_refused(self, frame: Frame, error: BaseException) -> None:
         now = timezone.now()
-        node = _off_loop(self._create, frame, Node.Status.REFUSED, error_text(error), now, now)
+        node = self._off_loop(self._create, frame, Node.Status.REFUSED, error_text(error), now, now)
         frame.node = node.pk
 
     def _create(self, frame: Frame, status: str, error: str, started: datetime,
@@ -116,7 +89,7 @@ class DjangoRecorder(Recorder):
             return None  # a hidden function writes nothing, its model calls included
         owner = recorded_ancestor(frame)
         model = request.get("model") or ""
-        node = _off_loop(
+        node = self._off_loop(
             revisions.create_node, self.session_id,
             kind=Node.Kind.LLM, name="llm", status=Node.Status.RUNNING,
             parent_id=owner.node if owner is not None else None,
@@ -136,14 +109,14 @@ class DjangoRecorder(Recorder):
         output = None
         if reply is not None:
             output = json_safe({"text": reply.get("text"), "tool_calls": reply.get("tool_calls") or []})
-        _off_loop(revisions.finish_node, node, status=status, output=output,
+        self._off_loop(revisions.finish_node, node, status=status, output=output,
                   usage=json_safe(usage) if usage is not None else None, error=error_text(error))
 
     # -- the session -----------------------------------------------------------------------------
 
     def budget_updated(self, limits: dict, spend: dict) -> None:
         """A delegation budget's limits or spend changed: keep them on the session for viewers."""
-        _off_loop(lambda: revisions.update_session(self.session_id, budget=limits, budget_spend=spend))
+        self._off_loop(lambda: revisions.update_session(self.session_id, budget=limits, budget_spend=spend))
 
     # -- context for model calls -----------------------------------------------------------------
 
@@ -153,5 +126,5 @@ class DjangoRecorder(Recorder):
             return None
         node = self._open.get(viewer.node)
         seq = node.seq if node is not None else None
-        return _off_loop(render_frame_context, self.session_id, viewer.node, seq,
+        return self._off_loop(render_frame_context, self.session_id, viewer.node, seq,
                          frame.render_range or viewer.render_range)

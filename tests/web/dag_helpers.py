@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import uuid
 
 from django.contrib.auth import get_user_model
 
@@ -11,7 +12,13 @@ from runtime import use_recorder
 from runtime.context import current_frame, current_recorder
 
 
-def new_session(function: str = "entry", username: str = "alice", **fields) -> Session:
+def new_session(function: str = "entry", username: str | None = None, **fields) -> Session:
+    """A queued session; its owner is new unless `username` names one (created if missing).
+
+    A fresh owner per session keeps counts per owner exact even when another test process shares
+    the PostgreSQL test database.
+    """
+    username = username or f"dag-test-{uuid.uuid4().hex[:12]}"
     owner, _ = get_user_model().objects.get_or_create(username=username)
     return Session.objects.create(owner=owner, function=function, **fields)
 

@@ -13,8 +13,11 @@ pytestmark = pytest.mark.django_db
 
 
 def run_recorded(entry, *args):
-    with recording(new_session()):
-        return entry(*args)
+    """Call `entry(*args)` recorded into a new session; returns the session."""
+    session = new_session()
+    with recording(session):
+        entry(*args)
+    return session
 
 
 def test_the_rendered_text_of_callers_and_subcalls():
@@ -248,9 +251,9 @@ def test_values_are_cut_in_the_prompt_but_stored_whole():
         big()
         seen.append(visible_context())
 
-    run_recorded(viewer)
+    session = run_recorded(viewer)
     assert "more chars" in seen[0] and len(seen[0]) < 3000
-    assert Node.objects.get(name="big").output == "x" * 10_000
+    assert Node.objects.get(session=session, name="big").output == "x" * 10_000
 
 
 def test_a_real_tool_loop_renders_each_exchange_once_without_the_runtimes_own_blocks():

@@ -102,7 +102,8 @@ def test_export_session_command_names_an_unknown_session(bad_id):
 def test_import_rejects_a_malformed_document_naming_the_field(recorded_session, mutate, message):
     document = json.loads(json.dumps(export_session(recorded_session)))
     mutate(document)
-    sessions_before = Session.objects.count()
+    owner_sessions = Session.objects.filter(owner=recorded_session.owner)
+    sessions_before = owner_sessions.count()
     with pytest.raises(SessionImportError, match=message):
         import_session(document, recorded_session.owner)
-    assert Session.objects.count() == sessions_before  # nothing half-imported
+    assert owner_sessions.count() == sessions_before  # nothing half-imported

@@ -6,7 +6,7 @@ import pytest
 
 from dag import broadcast
 from dag.models import Node, Session
-from dag.recorder import DjangoRecorder, close_recorder_pool, recorded_ancestor
+from dag.recorder import DjangoRecorder, recorded_ancestor
 from dag.values import json_safe, preview
 from runtime import (Budget, BudgetExceeded, CancelledError, Runtime, add_pre_invocation_hook,
                      agentic_function, function, remove_pre_invocation_hook)
@@ -27,7 +27,7 @@ def test_entry_writes_a_running_code_node_with_doc_and_exit_backfills_it():
     @agentic_function
     def greet(name: str, times: int = 2) -> str:
         """Greet someone warmly."""
-        node = Node.objects.get(seq=0)
+        node = Node.objects.get(session=session, seq=0)
         seen_inside.update(status=node.status, output=node.output, doc=node.doc, input=node.input)
         return f"hello {name}" * times
 
@@ -186,11 +186,11 @@ def test_hidden_functions_and_everything_inside_them_write_nothing():
 
 def test_without_a_recorder_nothing_is_written():
     @agentic_function
-    def standalone():
+    def standalone_unrecorded():
         return "ok"
 
-    assert standalone() == "ok"
-    assert not Node.objects.exists()
+    assert standalone_unrecorded() == "ok"
+    assert not Node.objects.filter(name="standalone_unrecorded").exists()
 
 
 def test_model_calls_are_llm_nodes_with_request_reply_usage_and_model():
@@ -281,11 +281,11 @@ async def test_async_functions_record_from_inside_the_event_loop():
         return [await child(1), await child(2)]
 
     session = await asyncio.to_thread(new_session)
-    with recording(session):
+    with recording(session) as recorder:
         assert await parent() == [2, 4]
+    recorder.close()  # the writer thread's database connection must not outlive the test
 
     rows = await asyncio.to_thread(lambda: [(n.name, n.status, n.output) for n in nodes_of(session)])
-    await asyncio.to_thread(close_recorder_pool)  # its database connection must not outlive the test
     assert rows == [("parent", "completed", [2, 4]), ("child", "completed", 2), ("child", "completed", 4)]
 
 
@@ -339,3 +339,25 @@ def test_recording_into_a_deleted_session_fails_loudly():
 
     with recording(session), pytest.raises(Session.DoesNotExist, match="does not exist"):
         orphan()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_event_loop_writer_thread_ends_with_its_recorder():
+    import gc
+    import threading
+
+    @agentic_function
+    async def tick():
+        return "tock"
+
+    def writer_threads():
+        return [t for t in threading.enumerate() if t.name.startswith("dag-recorder")]
+
+    before = len(writer_threads())
+    with recording(new_session()):
+        assert asyncio.run(tick()) == "tock"
+        assert len(writer_threads()) == before + 1
+    gc.collect()  # the recorder is gone: its finalizer stops the thread after closing its connection
+    for thread in writer_threads()[before:]:
+        thread.join()
+    assert len(writer_threads()) == before
