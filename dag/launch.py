@@ -12,6 +12,7 @@ from django.conf import settings
 from runtime.spec import argument_errors
 
 from . import catalog
+from .executor import get_executor
 from .models import Session
 
 NON_FIELD = "__all__"
@@ -65,8 +66,6 @@ def create_session(owner, function: str, args) -> Session:
 
 def launch(owner, function: str, args) -> Session:
     """Create the session and submit it to the configured executor (after the row is committed)."""
-    from .executor import get_executor
-
     session = create_session(owner, function, args)
     get_executor().submit(session.pk)
     return session

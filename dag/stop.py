@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Callable, Iterator, Optional
 
-from django.db import close_old_connections, connection
+from django.db import connection
 
 from runtime import CancelledError, add_pre_invocation_hook, remove_pre_invocation_hook
 
@@ -140,12 +140,13 @@ def _watch_flags() -> None:
             if not pending:
                 continue
             try:
-                close_old_connections()
+                # One connection for the watcher's life (not one per poll); dropped only on a failure.
                 stopped = Session.objects.filter(pk__in=list(pending), cancel_requested=True).values_list("pk", flat=True)
                 for session_id in stopped:
                     pending[str(session_id)].set(STOPPED)
-            except Exception:  # a database hiccup must not end the watcher; the next poll retries
+            except Exception:  # a database hiccup must not end the watcher; the next poll reconnects
                 log.exception("stop watcher could not read cancel flags")
+                connection.close()
     finally:
         connection.close()
 

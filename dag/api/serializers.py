@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from ..models import Node, Session
+
 
 class FunctionSerializer(serializers.Serializer):
     name = serializers.CharField(help_text="The function's name, used to launch it.")
@@ -30,8 +32,7 @@ class SessionSerializer(AsDictSerializer):
     id = serializers.UUIDField()
     function = serializers.CharField()
     args = serializers.JSONField()
-    status = serializers.ChoiceField(choices=["queued", "running", "completed", "error", "cancelled",
-                                              "interrupted"])
+    status = serializers.ChoiceField(choices=Session.Status.values)
     result = serializers.JSONField(allow_null=True)
     error = serializers.CharField(allow_blank=True)
     cancel_requested = serializers.BooleanField()
@@ -49,10 +50,9 @@ class NodeSerializer(AsDictSerializer):
     id = serializers.IntegerField()
     seq = serializers.IntegerField(help_text="Position in the session, gap-free, in creation order.")
     parent = serializers.IntegerField(allow_null=True, help_text="The id of the calling node.")
-    kind = serializers.ChoiceField(choices=["code", "llm"])
+    kind = serializers.ChoiceField(choices=Node.Kind.values)
     name = serializers.CharField()
-    status = serializers.ChoiceField(choices=["running", "completed", "error", "cancelled", "refused",
-                                              "interrupted"])
+    status = serializers.ChoiceField(choices=Node.Status.values)
     depth = serializers.IntegerField()
     name_depth = serializers.IntegerField(help_text="The recursion guard's per-name counter for this call.")
     expose = serializers.CharField()

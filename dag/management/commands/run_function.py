@@ -8,7 +8,11 @@ whichever process executes the run.
 from __future__ import annotations
 
 import json
+import signal
+import threading
 import time
+from contextlib import contextmanager
+from typing import Iterator
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
@@ -52,6 +56,25 @@ def form_for(tool, given: dict[str, str]) -> LaunchForm:
             data[param.name] = (given[param.name].strip().lower() in ("1", "true", "yes", "on")
                                 if param.kind == "bool" else given[param.name])
     return LaunchForm(tool, data=data)
+
+
+@contextmanager
+def _ctrl_c_counted() -> Iterator[list]:
+    """Count Ctrl-C presses in a list instead of raising KeyboardInterrupt.
+
+    An interrupt raised in the middle of a database query leaves the connection unusable (PostgreSQL:
+    "connection in transaction status ACTIVE"), and the stop request needs that connection; so the
+    presses are noted and acted on between polls. Only the main thread may set a signal handler.
+    """
+    presses: list = []
+    if threading.current_thread() is not threading.main_thread():
+        yield presses
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: presses.append(signum))
+    try:
+        yield presses
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class Command(BaseCommand):
@@ -104,26 +127,24 @@ class Command(BaseCommand):
         seen_rev = 0
         stopping = False
         latest = max(console.size.height - 4, 5)
-        with Live(build_tree(session.as_dict(), nodes, latest), console=console, refresh_per_second=10,
-                  transient=True) as live:
+        with _ctrl_c_counted() as presses, Live(build_tree(session.as_dict(), nodes, latest), console=console,
+                                                refresh_per_second=10, transient=True) as live:
             while True:
-                try:
-                    session.refresh_from_db()
-                    if session.rev > seen_rev:
-                        for node in Node.objects.filter(session=session, rev__gt=seen_rev):
-                            nodes[node.pk] = node.as_dict()
-                        seen_rev = session.rev
-                        live.update(build_tree(session.as_dict(), nodes, latest))
-                    if session.is_terminal:
-                        return session, nodes
-                    time.sleep(POLL_S)
-                except KeyboardInterrupt:
-                    if stopping:
-                        raise CommandError("interrupted again; leaving the run to stop on its own",
-                                           returncode=130) from None
+                if presses and not stopping:
                     stopping = True
                     console.print("Stopping… (Ctrl-C again to leave without waiting)")
                     request_stop(session.pk)
+                if len(presses) > 1:
+                    raise CommandError("interrupted again; leaving the run to stop on its own", returncode=130)
+                session.refresh_from_db()
+                if session.rev > seen_rev:
+                    for node in Node.objects.filter(session=session, rev__gt=seen_rev):
+                        nodes[node.pk] = node.as_dict()
+                    seen_rev = session.rev
+                    live.update(build_tree(session.as_dict(), nodes, latest))
+                if session.is_terminal:
+                    return session, nodes
+                time.sleep(POLL_S)
 
     def _report(self, session: Session, console: Console) -> None:
         if session.status == Session.Status.COMPLETED:
