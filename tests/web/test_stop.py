@@ -27,8 +27,11 @@ def nodes_of(session):
 
 
 def started_counting(session, steps: int = 2):
-    return wait_for(lambda: Node.objects.filter(session=session, name="count_step").count() >= steps,
-                    what="slow_count to make its first child calls")
+    def counting():
+        session.refresh_from_db()
+        assert not session.is_terminal, f"the run ended before it was stopped: {session.status} {session.error}"
+        return Node.objects.filter(session=session, name="count_step").count() >= steps
+    return wait_for(counting, what="slow_count to make its first child calls")
 
 
 def assert_nothing_left_running(session):
