@@ -19,7 +19,7 @@ from django import forms
 
 from .launch import argument_problems
 
-OMIT = object()  # "leave this argument out": its default applies
+OMIT = object()  # "leave this argument out" (a required one: the schema check then says so)
 
 _NUMBER_WORDS = {"integer": "an integer", "number": "a number"}
 
@@ -137,7 +137,7 @@ def _list_item(line: str, item_type: str | None, number: int) -> Any:
 
 
 def from_form_text(param: Param, text: Any) -> Any:
-    """The JSON value a widget's text stands for, OMIT to let the default apply, or FormValueError."""
+    """The JSON value a widget's text stands for, OMIT for an empty required field, or FormValueError."""
     if param.kind == "bool":
         return bool(text)
     text = "" if text is None else text
@@ -150,7 +150,9 @@ def from_form_text(param: Param, text: Any) -> Any:
             return text  # an emptied text field is an edit, not a request for the default
         if param.kind == "list":
             return []
-        return OMIT
+        # A cleared number or JSON field has no "empty" value; quietly running with the default would
+        # ignore the edit, so say what to enter instead.
+        raise FormValueError(f"enter a value; the default is {json.dumps(param.schema['default'])}")
     if param.kind == "choice":
         for option in param.schema["enum"]:
             if choice_key(option) == text:

@@ -76,14 +76,20 @@ def test_valid_submission_converts_every_kind():
                          "level": 3, "extra": {"k": [1, 2]}}
 
 
-def test_empty_fields_mean_none_default_or_empty_as_the_type_says():
-    form = LaunchForm(widgets, data=form_data(limit="", count="", title="", tags="", extra=""))
+def test_empty_fields_mean_none_or_empty_as_the_type_says():
+    form = LaunchForm(widgets, data=form_data(limit="", title="", tags=""))
     assert form.is_valid(), form.errors
     assert form.args["limit"] is None  # Optional: empty is None
-    assert "count" not in form.args and "extra" not in form.args  # default applies
     assert form.args["title"] == ""  # an emptied text field is what the user typed
     assert form.args["tags"] == []
     assert form.args["verbose"] is False  # an unticked checkbox is sent as nothing
+
+
+def test_a_cleared_number_or_json_field_is_not_silently_replaced_by_its_default():
+    form = LaunchForm(widgets, data=form_data(count="", extra=""))
+    assert not form.is_valid()
+    assert form.errors["count"] == ["enter a value; the default is 3"]
+    assert form.errors["extra"] == ["enter a value; the default is {}"]
 
 
 def test_posted_hidden_parameter_is_ignored():
