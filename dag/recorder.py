@@ -24,7 +24,9 @@ from .loop_offload import LoopOffload
 from .models import Node, Session
 from .values import json_safe
 
+
 def error_text(error: Optional[BaseException]) -> str:
+    """"ValueError: the message", as node and session errors show an exception."""
     if error is None:
         return ""
     message = str(error)
@@ -65,7 +67,7 @@ class DjangoRecorder(Recorder):
         if node is None:
             return
         self._off_loop(revisions.finish_node, node, status=status, output=json_safe(output),
-                  error=error_text(error))
+                       error=error_text(error))
 
     def function_refused(self, frame: Frame, error: BaseException) -> None:
         now = timezone.now()
@@ -110,7 +112,7 @@ class DjangoRecorder(Recorder):
         if reply is not None:
             output = json_safe({"text": reply.get("text"), "tool_calls": reply.get("tool_calls") or []})
         self._off_loop(revisions.finish_node, node, status=status, output=output,
-                  usage=json_safe(usage) if usage is not None else None, error=error_text(error))
+                       usage=json_safe(usage) if usage is not None else None, error=error_text(error))
 
     # -- the session -----------------------------------------------------------------------------
 
@@ -127,4 +129,4 @@ class DjangoRecorder(Recorder):
         node = self._open.get(viewer.node)
         seq = node.seq if node is not None else None
         return self._off_loop(render_frame_context, self.session_id, viewer.node, seq,
-                         frame.render_range or viewer.render_range)
+                              frame.render_range or viewer.render_range)

@@ -7,6 +7,7 @@ stored whole; `preview` is for the places that list many of them.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from typing import Any
@@ -30,7 +31,7 @@ def json_safe(value: Any) -> Any:
 
 def _convert(value: Any, depth: int) -> Any:
     if isinstance(value, str):
-        return _clean_text(str(value))
+        return _clean_text(str.__str__(value))  # a subclass's own __str__ may say something else
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, int):
@@ -107,7 +108,7 @@ def _head(value: Any, limit: int, depth: int = 0) -> Any:
     if isinstance(value, str):
         return value[: limit + 1]
     if isinstance(value, dict):
-        return {k: _head(v, limit, depth + 1) for k, _, v in zip(value, range(limit), value.values())}
+        return {k: _head(v, limit, depth + 1) for k, v in itertools.islice(value.items(), limit)}
     if isinstance(value, (list, tuple)):
         return [_head(item, limit, depth + 1) for item in value[: limit]]
     return value
