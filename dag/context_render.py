@@ -27,7 +27,9 @@ from .values import truncate
 
 DEFAULT_RANGE = {"callers": None, "subcalls": -1}
 VALUE_LIMIT = 2000
-_FIELDS = ("id", "seq", "parent_id", "kind", "name", "status", "expose", "doc", "output", "error", "model")
+# What choosing the nodes needs, read for the whole session; the text of the chosen ones is read after.
+_SHAPE = ("id", "seq", "parent_id", "kind", "expose")
+_TEXT = ("id", "name", "status", "doc", "input", "output", "error", "model")
 
 
 def render_frame_context(session_id, node_id: int, seq: Optional[int],
@@ -36,7 +38,7 @@ def render_frame_context(session_id, node_id: int, seq: Optional[int],
     limits = {**DEFAULT_RANGE, **(render_range or {})}
     if limits["callers"] == 0 and limits["subcalls"] == 0:
         return None
-    rows = Node.objects.filter(session_id=session_id).order_by("seq").values(*_FIELDS)
+    rows = Node.objects.filter(session_id=session_id).order_by("seq").values(*_SHAPE)
     nodes = {row["id"]: row for row in rows}
     viewer = nodes.get(node_id)
     if viewer is None:
@@ -55,11 +57,13 @@ def render_frame_context(session_id, node_id: int, seq: Optional[int],
     inside = _latest(inside, limits["subcalls"], unlimited=-1)
     if not before and not inside:
         return None
-    inputs = dict(Node.objects.filter(id__in=[n["id"] for n in before + inside]).values_list("id", "input"))
+    texts = {row["id"]: row for row in Node.objects.filter(id__in=[n["id"] for n in before + inside])
+             .values(*_TEXT)}
     sections = []
     for title, part in (("Earlier in this session:", before), ("So far in this call:", inside)):
         if part:
-            blocks = [_render(node, inputs.get(node["id"]), insider=node["id"] in chain) for node in part]
+            blocks = [_render({**node, **texts[node["id"]]}, insider=node["id"] in chain)
+                      for node in part if node["id"] in texts]  # (gone only if the session was deleted)
             sections.append(title + "\n\n" + "\n\n".join(blocks))
     return "\n\n".join(sections)
 
@@ -99,10 +103,10 @@ def _latest(nodes: list, count: Optional[int], *, unlimited) -> list:
     return nodes[-count:] if count else []
 
 
-def _render(node: dict, node_input: Any, *, insider: bool) -> str:
+def _render(node: dict, *, insider: bool) -> str:
     if node["kind"] == Node.Kind.LLM:
-        return _render_llm(node, node_input)
-    call = f"{node['name']}({_arguments(node_input)})"
+        return _render_llm(node, node["input"])
+    call = f"{node['name']}({_arguments(node['input'])})"
     if insider or node["expose"] == "full":
         doc = (node["doc"] or "").strip()
         call = f"{doc}\n\n{call}" if doc else call
