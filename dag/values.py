@@ -58,8 +58,10 @@ def _convert(value: Any, depth: int) -> Any:
 
 def _key(key: Any) -> str:
     if isinstance(key, str):
-        return _clean_text(key)
-    return _clean_text(str(key))
+        return _clean_text(str.__str__(key))
+    if key is None or isinstance(key, (bool, int, float)):
+        return json.dumps(key)  # what json.dumps would have made of it: "null", "true", "3"
+    return _stand_in(key)
 
 
 def _clean_text(text: str) -> str:

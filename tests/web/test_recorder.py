@@ -243,6 +243,7 @@ def test_json_safe_handles_cycles_nul_and_custom_reprs_and_preview_is_short():
             return "Named(" + "x" * 500 + ")"
 
     assert json_safe("a\x00b") == "a\ufffdb"
+    assert json_safe({None: 1, True: 2, 3: 3, (1, 2): 4}) == {"null": 1, "true": 2, "3": 3, "(1, 2)": 4}
     assert json_safe({"k": float("inf")}) == {"k": "inf"}
     assert json_safe(Named()).startswith("Named(xxx") and "more chars" in json_safe(Named())
     nested = json_safe(loop)
