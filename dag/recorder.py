@@ -33,6 +33,20 @@ def error_text(error: Optional[BaseException]) -> str:
     return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
+HIDDEN_ARGUMENT = "<hidden>"
+
+
+def recorded_arguments(frame: Frame) -> dict:
+    """The call's arguments as the DAG keeps them: parameters marked `input={"p": {"hidden": True}}`
+    (kept from forms and models, e.g. a token) are masked, so they never reach a page or a prompt."""
+    arguments = frame.arguments()
+    meta = frame.tool.input
+    if any(options.get("hidden") for options in meta.values()):
+        arguments = {name: HIDDEN_ARGUMENT if meta.get(name, {}).get("hidden") else value
+                     for name, value in arguments.items()}
+    return json_safe(arguments)
+
+
 def recorded_ancestor(frame: Optional[Frame]) -> Optional[Frame]:
     """`frame` or its nearest ancestor that has a node (hidden frames have none)."""
     while frame is not None and frame.node is None:
@@ -80,7 +94,7 @@ class DjangoRecorder(Recorder):
         return revisions.create_node(
             self.session_id, kind=Node.Kind.CODE, name=frame.name, status=status,
             parent_id=parent.node if parent is not None else None,
-            input=json_safe(frame.arguments()), output=None, doc=frame.doc, depth=frame.depth,
+            input=recorded_arguments(frame), output=None, doc=frame.doc, depth=frame.depth,
             name_depth=frame.name_depth, expose=frame.expose, render_range=frame.render_range,
             error=error, started_at=started, finished_at=finished)
 

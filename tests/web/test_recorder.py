@@ -362,3 +362,15 @@ def test_the_event_loop_writer_thread_ends_with_its_recorder():
     for thread in writer_threads()[before:]:
         thread.join()
     assert len(writer_threads()) == before
+
+
+def test_hidden_parameters_are_masked_in_the_recorded_input():
+    @agentic_function(input={"api_token": {"hidden": True}})
+    def fetch(url: str, api_token: str = "") -> str:
+        return "page"
+
+    session = new_session()
+    with recording(session):
+        fetch("https://example.org", api_token="s3cret")
+    [node] = nodes_of(session)
+    assert node.input == {"url": "https://example.org", "api_token": "<hidden>"}
