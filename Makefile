@@ -9,7 +9,7 @@ STAMP := $(VENV)/.requirements-installed
 PG_URL ?= postgres://postgres@127.0.0.1:5432/openprogram
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: setup run test test-embedded test-scaled services browser bench clean
+.PHONY: setup run test test-embedded test-browser test-scaled services browser bench clean
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,17 +25,26 @@ run: setup
 	@$(BIN)/python manage.py interrupt_orphaned_runs
 	$(BIN)/daphne -b $(HOST) -p $(PORT) openprogram_web.asgi:application
 
-# Every test: first on the embedded default (SQLite, in-memory layer), then the Django tests again on
-# PostgreSQL + Redis. pytest exits 5 when it collected nothing: that is a failure here, said plainly.
-test: setup services browser test-embedded test-scaled
+# Every test, in three passes: the runtime and Django tests on the embedded default (SQLite, in-memory
+# layer); the browser tests against a live Daphne (their own process: Playwright's sync API keeps an
+# event loop running in the main thread, which asyncio tests after it cannot share); then the Django
+# tests again on PostgreSQL + Redis. pytest exits 5 when it collected nothing: a failure here, said plainly.
+PYTEST = $(BIN)/python -m pytest
+define run_pytest
+	@$(1) $(PYTEST) $(2) $(PYTEST_ARGS); rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; fi; exit $$rc
+endef
+
+test: setup services browser test-embedded test-browser test-scaled
 
 test-embedded:
-	@$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
-	  if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; fi; exit $$rc
+	$(call run_pytest,,tests/unit tests/web -m "not e2e")
+
+test-browser:
+	$(call run_pytest,,tests/e2e -m e2e)
 
 test-scaled:
-	@DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_TEST_URL) $(BIN)/python -m pytest tests/web -m "not e2e" $(PYTEST_ARGS); \
-	  rc=$$?; if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests on PostgreSQL" >&2; fi; exit $$rc
+	$(call run_pytest,DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_TEST_URL),tests/web -m "not e2e")
 
 services:
 	@bash bin/ensure-services

@@ -13,9 +13,7 @@ from __future__ import annotations
 import os
 import time
 
-from runtime import agentic_function, function
-from runtime.context import current_frame
-from runtime.hooks import run_pre_invocation_hooks
+from runtime import agentic_function, checkpoint, function
 
 # --- a small built-in note set and the tools that search it -------------------------------------
 
@@ -117,10 +115,9 @@ MAX_DELAY_S = 10.0
 def count_step(i: int, delay_s: float) -> int:
     """Wait `delay_s` seconds, then return `i`. The wait checks for a stop every 50 ms."""
     deadline = time.monotonic() + delay_s
-    frame = current_frame()
     while (remaining := deadline - time.monotonic()) > 0:
         time.sleep(min(0.05, remaining))
-        run_pre_invocation_hooks(frame)  # a stop requested during the wait ends it now
+        checkpoint()  # a stop requested during the wait ends it now
     return i
 
 

@@ -7,13 +7,14 @@ from .concurrency import submit
 from .errors import BudgetExceeded, CancelledError, ToolArgumentError, ToolRegistrationError
 from . import function  # the module is callable: `@function` is the leaf-tool decorator
 from .function import agentic_function
-from .hooks import add_pre_invocation_hook, remove_pre_invocation_hook
+from .hooks import add_pre_invocation_hook, checkpoint, remove_pre_invocation_hook
 from .recorder import Recorder, use_recorder
 from .registry import registry
 from .runtime import Runtime, create_runtime, llm
 
 __all__ = [
-    "agentic_function", "function", "Runtime", "create_runtime", "CancelledError",
-    "ToolArgumentError", "ToolRegistrationError", "BudgetExceeded", "add_pre_invocation_hook",
-    "remove_pre_invocation_hook", "Recorder", "use_recorder", "registry", "llm", "Budget", "submit",
+    "agentic_function", "function", "llm", "Runtime", "create_runtime", "CancelledError",
+    "ToolArgumentError", "ToolRegistrationError", "BudgetExceeded", "Budget", "submit",
+    "add_pre_invocation_hook", "remove_pre_invocation_hook", "checkpoint", "Recorder", "use_recorder",
+    "registry",
 ]

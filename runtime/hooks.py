@@ -11,6 +11,8 @@ from __future__ import annotations
 import threading
 from typing import Callable
 
+from .context import _current_frame
+
 _lock = threading.Lock()
 _hooks: tuple[Callable, ...] = ()
 
@@ -38,3 +40,13 @@ def run_pre_invocation_hooks(event) -> None:
     """Call every installed hook with `event`; exceptions (CancelledError above all) propagate."""
     for hook in _hooks:
         hook(event)
+
+
+def checkpoint() -> None:
+    """Let a stop act here, inside long-running code of a tool (a loop, a long wait).
+
+    Runs the pre-invocation hooks with the current frame, so a stopped run raises CancelledError at
+    this point instead of at the next function entry or model call. Free when no hook is installed.
+    """
+    if _hooks:
+        run_pre_invocation_hooks(_current_frame.get())

@@ -76,3 +76,29 @@ def test_cancelled_error_aborts_the_call_and_escapes_except_exception(install):
     assert ran == []
     assert issubclass(CancelledError, BaseException) and not issubclass(CancelledError, Exception)
     assert _recursion_depth.get() is None
+
+
+def test_checkpoint_lets_a_stop_act_inside_long_running_tool_code(install):
+    from runtime import checkpoint
+
+    steps = []
+
+    @function
+    def long_task(n: int):
+        for i in range(n):
+            steps.append(i)
+            checkpoint()
+
+    checkpoint()  # no hook installed: nothing happens
+    long_task(2)
+    assert steps == [0, 1]
+
+    def stop_after_four_steps(event):
+        if len(steps) >= 4:
+            raise CancelledError("stopped")
+
+    steps.clear()
+    install(stop_after_four_steps)
+    with pytest.raises(CancelledError):
+        long_task(10)
+    assert steps == [0, 1, 2, 3]

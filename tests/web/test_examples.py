@@ -48,7 +48,7 @@ def test_research_agent_delegates_to_wiki_agent_with_its_hidden_token_defaulted(
     [root] = code_nodes(nodes, "research_agent")
     [wiki] = code_nodes(nodes, "wiki_agent")
     assert wiki.depth == 2 and wiki.parent_id == root.pk and wiki.status == "completed"
-    assert root.input["api_token"] == ""  # the hidden parameter got its default
+    assert root.input["api_token"] == "<hidden>"  # a hidden parameter (a secret) is never stored
     assert "wiki_agent" in session.result["findings"]
 
 
