@@ -9,6 +9,7 @@ import json
 
 from django.conf import settings
 
+from runtime.providers.base import resolve_model
 from runtime.spec import argument_errors
 
 from . import catalog
@@ -61,7 +62,16 @@ def create_session(owner, function: str, args) -> Session:
     if problems:
         # A problem with the arguments as a whole (not an object, too large) comes alone: a list.
         raise LaunchRejected({"args": problems.get(NON_FIELD) or problems})
-    return Session.objects.create(owner=owner, function=function, args=args)
+    return Session.objects.create(owner=owner, function=function, args=args, model=configured_model())
+
+
+def configured_model() -> str:
+    """The model runs start on, as `provider:model` (a run may still switch per call, e.g. sim:naive)."""
+    try:
+        provider, model = resolve_model(None)
+    except ValueError:  # a bad OPENPROGRAM_MODEL: the run itself will fail and say why
+        return ""
+    return f"{provider}:{model}" if model else provider
 
 
 def launch(owner, function: str, args) -> Session:

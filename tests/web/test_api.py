@@ -276,3 +276,16 @@ def test_session_auth_needs_csrf_for_writes(client, user):
     strict.force_login(user)
     session = make_session(user)
     assert strict.post(f"/api/sessions/{session.pk}/stop/").status_code == 403
+
+
+@pytest.mark.django_db
+def test_a_session_records_the_model_it_was_launched_on(monkeypatch, user):
+    from dag.launch import configured_model, create_session
+
+    for name in ("OPENPROGRAM_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    assert create_session(user, "slow_count", {"n": 1}).model == "sim"
+    monkeypatch.setenv("OPENPROGRAM_MODEL", "openai:gpt-4o-mini")
+    assert configured_model() == "openai:gpt-4o-mini"
+    monkeypatch.setenv("OPENPROGRAM_MODEL", "gpt-4o-mini")  # names no provider and no key is set
+    assert configured_model() == ""
