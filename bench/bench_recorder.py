@@ -17,6 +17,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 
@@ -24,6 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CALLS = {"sqlite": 3000, "postgresql": 1000}
 WARMUP = 100
 ROUNDS = 3
+THREADS = 8
 PG_ADMIN_URL = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 
 
@@ -53,6 +55,7 @@ def measure(database_url: str, calls: int) -> dict:
     import django
     django.setup()
     from django.core.management import call_command
+    from django.db import connections
 
     from dag import broadcast
     from dag.models import Node, Session
@@ -70,18 +73,38 @@ def measure(database_url: str, calls: int) -> dict:
         """A leaf call: what a tool call inside a run looks like."""
         return {"i": i, "ok": True}
 
-    def run(count: int) -> tuple[float, float]:
+    def record(recorder, count: int) -> None:
+        try:
+            with use_recorder(recorder):
+                for i in range(count):
+                    leaf(i)
+        finally:
+            connections.close_all()  # this thread's connection (a no-op for the main thread's reuse)
+
+    def run(count: int, threads: int = 1) -> tuple[float, float]:
         session = Session.objects.create(owner=owner, function="bench")
-        with use_recorder(DjangoRecorder(session)), _Clock() as clock:
-            for i in range(count):
-                leaf(i)
+        recorder = DjangoRecorder(session)
+        with _Clock() as clock:
+            if threads == 1:
+                with use_recorder(recorder):
+                    for i in range(count):
+                        leaf(i)
+            else:
+                workers = [threading.Thread(target=record, args=(recorder, count // threads))
+                           for _ in range(threads)]
+                for worker in workers:
+                    worker.start()
+                for worker in workers:
+                    worker.join()
         assert Node.objects.filter(session=session, status="completed").count() == count
         return clock.elapsed
 
     run(WARMUP)
-    timings = [run(calls) for _ in range(ROUNDS)]
+    figures = _figures(calls, [run(calls) for _ in range(ROUNDS)])
     assert len(handed_off) == (WARMUP + ROUNDS * calls) * 2, "every entry and exit is handed off"
-    return _figures(calls, timings)
+    # The same calls from 8 threads into one session: writers queue on the session's row lock.
+    figures["threads"] = _figures(calls, [run(calls, THREADS) for _ in range(ROUNDS)])
+    return figures
 
 
 # --- raw sqlite3: the same rows without Django -------------------------------------------------
@@ -167,6 +190,7 @@ def main() -> None:
         path = os.path.join(var_dir, "bench.sqlite3")
         django_sqlite = run_child(f"sqlite:///{path}", CALLS["sqlite"], var_dir)
         rows.append(("DjangoRecorder, SQLite (WAL, synchronous=NORMAL)", django_sqlite))
+        rows.append((f"  the same calls from {THREADS} threads, one session", django_sqlite["threads"]))
         raw = raw_sqlite(path, CALLS["sqlite"], with_counter=False)
         rows.append(("raw sqlite3: the same rows (insert + backfill)", raw))
         raw_counter = raw_sqlite(path, CALLS["sqlite"], with_counter=True)
@@ -177,7 +201,9 @@ def main() -> None:
             admin.execute(f'CREATE DATABASE "{name}"')
             try:
                 url = f"{PG_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
-                rows.append(("DjangoRecorder, PostgreSQL", run_child(url, CALLS["postgresql"], var_dir)))
+                django_pg = run_child(url, CALLS["postgresql"], var_dir)
+                rows.append(("DjangoRecorder, PostgreSQL", django_pg))
+                rows.append((f"  the same calls from {THREADS} threads, one session", django_pg["threads"]))
                 # A deployment choice, not the default: commits stop waiting for the WAL flush.
                 rows.append(("DjangoRecorder, PostgreSQL, synchronous_commit=off",
                              run_child(f"{url}?options=-c%20synchronous_commit%3Doff", CALLS["postgresql"],
