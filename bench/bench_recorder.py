@@ -203,7 +203,8 @@ def main() -> None:
                 url = f"{PG_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
                 django_pg = run_child(url, CALLS["postgresql"], var_dir)
                 rows.append(("DjangoRecorder, PostgreSQL", django_pg))
-                rows.append((f"  the same calls from {THREADS} threads, one session", django_pg["threads"]))
+                rows.append((f"  the same calls from {THREADS} threads, one session (PostgreSQL)",
+                             django_pg["threads"]))
                 # A deployment choice, not the default: commits stop waiting for the WAL flush.
                 rows.append(("DjangoRecorder, PostgreSQL, synchronous_commit=off",
                              run_child(f"{url}?options=-c%20synchronous_commit%3Doff", CALLS["postgresql"],
