@@ -212,11 +212,11 @@ def main() -> None:
             finally:
                 admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
                 admin.close()
-    print(f"{'recorded calls (entry + exit + hand-off)':52} {'calls/s':>10} {'ms/call':>9} {'calls/CPU-s':>12}")
+    print(f"{'recorded calls (entry + exit + hand-off)':64} {'calls/s':>10} {'ms/call':>9} {'calls/CPU-s':>12}")
     for label, figures in rows:
         # PostgreSQL does its work in the server's processes, so this process's CPU time says little.
         per_cpu = "-" if "PostgreSQL" in label else f"{figures['calls_per_cpu_s']:,.0f}"
-        print(f"{label:52} {figures['calls_per_s']:10,.0f} {figures['ms_per_call']:9.3f} {per_cpu:>12}")
+        print(f"{label:64} {figures['calls_per_s']:10,.0f} {figures['ms_per_call']:9.3f} {per_cpu:>12}")
     print(f"ratio DjangoRecorder / raw sqlite3 (same rows): {django_sqlite['calls_per_s'] / raw['calls_per_s']:.2f}; "
           f"/ raw with the counter: {django_sqlite['calls_per_s'] / raw_counter['calls_per_s']:.2f}")
     print(f"target >= 2,000 calls/s on SQLite: {'met' if django_sqlite['calls_per_s'] >= 2000 else 'NOT met'}"
