@@ -43,7 +43,11 @@ class WriteTransaction:
             connection.ensure_connection()
             with connection.wrap_database_errors:
                 self.cursor = connection.connection.cursor()
-                self.cursor.execute(_BEGIN[connection.vendor])
+                try:
+                    self.cursor.execute(_BEGIN[connection.vendor])  # may wait out the busy timeout
+                except BaseException:
+                    self.cursor.close()
+                    raise
         else:
             self._atomic = transaction.atomic()
             self._atomic.__enter__()
@@ -51,7 +55,7 @@ class WriteTransaction:
         return self
 
     def execute(self, sql: str, params=()):
-        """Run one statement (placeholders as `placeholder` says); returns the cursor for fetching."""
+        """Run one statement (its SQL passed through `placeholders`); returns the cursor for fetching."""
         with self.connection.wrap_database_errors:
             self.cursor.execute(sql, params)
         return self.cursor
