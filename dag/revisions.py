@@ -12,7 +12,7 @@ arrives after a node or session ended is dropped and reported as `False`.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional
+from typing import Any, Optional
 
 from django.db import transaction
 from django.db.models import F
@@ -106,7 +106,7 @@ def close_open_nodes(session_id, status: str = Node.Status.INTERRUPTED, error: s
             node.status, node.finished_at, node.rev = status, now, first_rev + offset
             node.error = node.error or error
         Node.objects.bulk_update(open_nodes, ["status", "finished_at", "error", "rev"])
-        _publish_on_commit(session_id, [node_message(node) for node in open_nodes])
+        _publish_on_commit(session_id, [node_message(node) for node in open_nodes], tx)
     return len(open_nodes)
 
 
@@ -152,7 +152,3 @@ def set_session_status(session_id, status: str, *, result: Any = _UNSET,
         fields["error"] = str(error)
     return update_session(session_id, unless_terminal=True, **fields) is not None
 
-
-def session_changes_since(session_id, rev: int) -> Iterable[Node]:
-    """The session's nodes changed after revision `rev`, oldest change first (uses node_session_rev)."""
-    return Node.objects.filter(session_id=session_id, rev__gt=rev).order_by("rev")

@@ -165,15 +165,6 @@ def test_revisions_without_update_returning_read_the_counter_back(monkeypatch):
     assert [(n.seq, n.rev) for n in nodes] == [(0, 1), (1, 2), (2, 3)]
 
 
-def test_changes_since_a_revision_come_in_revision_order():
-    session = new_session()
-    first = revisions.create_node(session.id, kind="code", name="first")
-    second = revisions.create_node(session.id, kind="code", name="second")
-    revisions.finish_node(first, status="completed")
-    assert [(n.name, n.rev) for n in revisions.session_changes_since(session.id, 1)] == [
-        ("second", 2), ("first", 3)]
-
-
 def test_writing_to_a_missing_session_names_it():
     session = new_session()
     session_id = session.id
