@@ -15,7 +15,8 @@ Every other function shows, per its expose:
 
 Code nodes render as `{doc}\n\n{name}({args})` and their result; llm nodes as what the exchange
 added (the caller's turn or the tool results, without the runtime's situational and context blocks)
-and the reply. Values are cut to VALUE_LIMIT characters: this is a prompt, the DAG keeps them whole.
+and the reply. Values are cut to VALUE_LIMIT characters and the whole text to CONTEXT_LIMIT (the
+latest nodes are kept): this is a prompt, the DAG keeps everything.
 """
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ from .values import truncate
 
 DEFAULT_RANGE = {"callers": None, "subcalls": -1}
 VALUE_LIMIT = 2000
+# The whole rendered context: past it the oldest chosen nodes are left out (and said to be).
+CONTEXT_LIMIT = 100_000
+_CHUNK = 200
 # What choosing the nodes needs, read for the whole session; the text of the chosen ones is read after.
 _SHAPE = ("id", "seq", "parent_id", "kind", "expose")
 _TEXT = ("id", "name", "status", "doc", "input", "output", "error", "model")
@@ -57,15 +61,37 @@ def render_frame_context(session_id, node_id: int, seq: Optional[int],
     inside = _latest(inside, limits["subcalls"], unlimited=-1)
     if not before and not inside:
         return None
-    texts = {row["id"]: row for row in Node.objects.filter(id__in=[n["id"] for n in before + inside])
-             .values(*_TEXT)}
+    blocks = _render_latest(before + inside, chain)
     sections = []
     for title, part in (("Earlier in this session:", before), ("So far in this call:", inside)):
-        if part:
-            blocks = [_render({**node, **texts[node["id"]]}, insider=node["id"] in chain)
-                      for node in part if node["id"] in texts]  # (gone only if the session was deleted)
-            sections.append(title + "\n\n" + "\n\n".join(blocks))
-    return "\n\n".join(sections)
+        shown = [blocks[node["id"]] for node in part if node["id"] in blocks]
+        if shown:
+            sections.append(title + "\n\n" + "\n\n".join(shown))
+    left_out = len(before) + len(inside) - len(blocks)
+    if left_out:
+        sections.insert(0, f"({left_out} earlier calls left out: the context is limited to "
+                           f"{CONTEXT_LIMIT:,} characters)")
+    return "\n\n".join(sections) or None
+
+
+def _render_latest(chosen: list, chain: set) -> dict:
+    """{node id: its text} for the latest of `chosen` that fit in CONTEXT_LIMIT characters.
+
+    Read newest first, a chunk at a time, so a huge session costs only what is shown.
+    """
+    blocks, used = {}, 0
+    for end in range(len(chosen), 0, -_CHUNK):
+        part = chosen[max(0, end - _CHUNK):end]
+        texts = {row["id"]: row for row in Node.objects.filter(id__in=[n["id"] for n in part]).values(*_TEXT)}
+        for node in reversed(part):
+            if node["id"] not in texts:  # gone only if the session was deleted meanwhile
+                continue
+            text = _render({**node, **texts[node["id"]]}, insider=node["id"] in chain)
+            used += len(text) + 2
+            if used > CONTEXT_LIMIT:
+                return blocks
+            blocks[node["id"]] = text
+    return blocks
 
 
 def _chain(nodes: dict, node_id: Optional[int]) -> set:

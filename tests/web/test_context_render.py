@@ -1,7 +1,7 @@
 """What a model call inside a function is shown of the DAG: render_range slices, expose filtering, format."""
 import pytest
 
-from dag import revisions
+from dag import context_render, revisions
 from dag.context_render import render_frame_context
 from dag.models import Node
 from runtime import Runtime, agentic_function, function
@@ -284,3 +284,24 @@ def test_a_real_tool_loop_renders_each_exchange_once_without_the_runtimes_own_bl
                      "[model call scripted] lookup returned: value-of-k\n-> done\n\n"
                      "[model call scripted] second task\n-> second answer")
     assert "Execution context" not in third  # the situational prompt is the runtime's, not history
+
+
+def test_past_the_context_limit_the_oldest_calls_are_left_out_and_counted(monkeypatch):
+    monkeypatch.setattr(context_render, "CONTEXT_LIMIT", 100)
+    monkeypatch.setattr(context_render, "_CHUNK", 3)  # several reads, newest first
+    seen = []
+
+    @agentic_function
+    def step(i: int) -> str:
+        return f"result {i}"
+
+    @agentic_function
+    def many():
+        for i in range(10):
+            step(i)
+        seen.append(visible_context())
+
+    run_recorded(many)
+    text = seen[0]
+    assert text.startswith("(6 earlier calls left out: the context is limited to 100 characters)")
+    assert [f"step(i={i})" in text for i in range(10)] == [False] * 6 + [True] * 4
