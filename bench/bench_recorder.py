@@ -26,6 +26,7 @@ CALLS = {"sqlite": 3000, "postgresql": 1000}
 WARMUP = 100
 ROUNDS = 3
 THREADS = 8
+RENDER_NODES = 5000
 PG_ADMIN_URL = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 
 
@@ -62,6 +63,7 @@ def measure(database_url: str, calls: int) -> dict:
     from dag.recorder import DjangoRecorder
     from django.contrib.auth import get_user_model
     from runtime import agentic_function, use_recorder
+    from runtime.context import current_frame, current_recorder
 
     call_command("migrate", verbosity=0)
     owner = get_user_model().objects.create(username=f"bench-{uuid.uuid4().hex[:8]}")
@@ -99,11 +101,23 @@ def measure(database_url: str, calls: int) -> dict:
         assert Node.objects.filter(session=session, status="completed").count() == count
         return clock.elapsed
 
+    @agentic_function(register_globally=False)
+    def long_run(count: int) -> float:
+        """Many calls, then the context one more model call would be shown."""
+        for i in range(count):
+            leaf(i)
+        recorder, frame = current_recorder(), current_frame()
+        with _Clock() as clock:
+            recorder.render_context(frame)
+        return clock.elapsed[0]
+
     run(WARMUP)
     figures = _figures(calls, [run(calls) for _ in range(ROUNDS)])
     assert len(handed_off) == (WARMUP + ROUNDS * calls) * 2, "every entry and exit is handed off"
     # The same calls from 8 threads into one session: writers queue on the session's row lock.
     figures["threads"] = _figures(calls, [run(calls, THREADS) for _ in range(ROUNDS)])
+    with use_recorder(DjangoRecorder(Session.objects.create(owner=owner, function="bench-context"))):
+        figures["render_ms"] = long_run(RENDER_NODES) * 1000
     return figures
 
 
@@ -171,7 +185,9 @@ def run_child(database_url: str, calls: int, var_dir: str) -> dict:
     env = {**os.environ, "DATABASE_URL": database_url, "OPENPROGRAM_VAR_DIR": var_dir, "LOG_LEVEL": "WARNING"}
     env.pop("REDIS_URL", None)
     out = subprocess.run([sys.executable, __file__, "--measure", database_url, str(calls)], env=env,
-                         cwd=ROOT, check=True, capture_output=True, text=True)
+                         cwd=ROOT, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"measuring {database_url} failed:\n{out.stderr}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -185,12 +201,13 @@ def _pg_admin():
 
 
 def main() -> None:
-    rows = []
+    rows, render_ms = [], {}
     with tempfile.TemporaryDirectory() as var_dir:
         path = os.path.join(var_dir, "bench.sqlite3")
         django_sqlite = run_child(f"sqlite:///{path}", CALLS["sqlite"], var_dir)
         rows.append(("DjangoRecorder, SQLite (WAL, synchronous=NORMAL)", django_sqlite))
         rows.append((f"  the same calls from {THREADS} threads, one session", django_sqlite["threads"]))
+        render_ms["SQLite"] = django_sqlite["render_ms"]
         raw = raw_sqlite(path, CALLS["sqlite"], with_counter=False)
         rows.append(("raw sqlite3: the same rows (insert + backfill)", raw))
         raw_counter = raw_sqlite(path, CALLS["sqlite"], with_counter=True)
@@ -203,6 +220,7 @@ def main() -> None:
                 url = f"{PG_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
                 django_pg = run_child(url, CALLS["postgresql"], var_dir)
                 rows.append(("DjangoRecorder, PostgreSQL", django_pg))
+                render_ms["PostgreSQL"] = django_pg["render_ms"]
                 rows.append((f"  the same calls from {THREADS} threads, one session (PostgreSQL)",
                              django_pg["threads"]))
                 # A deployment choice, not the default: commits stop waiting for the WAL flush.
@@ -217,6 +235,8 @@ def main() -> None:
         # PostgreSQL does its work in the server's processes, so this process's CPU time says little.
         per_cpu = "-" if "PostgreSQL" in label else f"{figures['calls_per_cpu_s']:,.0f}"
         print(f"{label:64} {figures['calls_per_s']:10,.0f} {figures['ms_per_call']:9.3f} {per_cpu:>12}")
+    print(f"context for a model call after {RENDER_NODES:,} recorded calls: "
+          + ", ".join(f"{name} {ms:.0f} ms" for name, ms in render_ms.items()))
     print(f"ratio DjangoRecorder / raw sqlite3 (same rows): {django_sqlite['calls_per_s'] / raw['calls_per_s']:.2f}; "
           f"/ raw with the counter: {django_sqlite['calls_per_s'] / raw_counter['calls_per_s']:.2f}")
     print(f"target >= 2,000 calls/s on SQLite: {'met' if django_sqlite['calls_per_s'] >= 2000 else 'NOT met'}"

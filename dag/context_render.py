@@ -50,12 +50,15 @@ def render_frame_context(session_id, node_id: int, seq: Optional[int],
     seq = viewer["seq"] if seq is None else seq
     chain = _chain(nodes, node_id)  # the viewer and its callers, up to the entry call
     before, inside = [], []
+    frame = {node_id}  # the viewer and what it has called so far; parents come before children by seq
     for node in nodes.values():
+        if node["seq"] > seq and node["parent_id"] in frame:
+            frame.add(node["id"])
         if node["id"] == node_id or not _visible(nodes, node, chain):
             continue
         if node["seq"] < seq:
             before.append(node)
-        elif _inside(nodes, node, node_id):
+        elif node["id"] in frame:
             inside.append(node)
     before = _latest(before, limits["callers"], unlimited=None)
     inside = _latest(inside, limits["subcalls"], unlimited=-1)
@@ -100,10 +103,6 @@ def _chain(nodes: dict, node_id: Optional[int]) -> set:
         chain.add(node_id)
         node_id = nodes[node_id]["parent_id"]
     return chain
-
-
-def _inside(nodes: dict, node: dict, frame_id: int) -> bool:
-    return frame_id in _chain(nodes, node["parent_id"])
 
 
 def _visible(nodes: dict, node: dict, chain: set) -> bool:
