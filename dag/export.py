@@ -50,7 +50,8 @@ def import_session(data: Any, owner) -> Session:
             if not isinstance(item, dict):
                 raise SessionImportError(f"{where} must be an object, got {type(item).__name__}")
             if item.get("seq") != index:
-                raise SessionImportError(f"{where}.seq must be {index} (seqs are gap-free from 0), got {item.get('seq')!r}")
+                raise SessionImportError(f"{where}.seq must be {index} (seqs are gap-free from 0), "
+                                         f"got {item.get('seq')!r}")
             nodes.append(Node(session=session, seq=index,
                               **{name: _field(item, name, where) for name in _NODE_FIELDS if name in item}))
             parent_seqs.append(_parent_seq(item, nodes_data, index, where))
