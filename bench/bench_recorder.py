@@ -2,8 +2,10 @@
 
 Target (issue 5): at least 2,000 recorded calls/s on SQLite (the best-known peer: ~22 ms per call).
 Also printed: the same rows written with raw `sqlite3` (one transaction for the insert, one for the
-backfill, as the recorder does), without and with the session's revision counter, and the ratios.
-The machine's load average is printed too: on a shared machine the figures move with it.
+backfill, as the recorder does), without and with the session's revision counter, and the ratios;
+the same calls from 8 threads into one session (writers queue on its row lock); and what rendering
+the context for one more model call costs after 5,000 recorded calls. Rates per CPU-second and the
+load average are printed too: on a shared machine the wall-clock figures move with the load.
 
 Each database is measured in a fresh child process (Django settings are read once per process) against
 a throwaway database: a temporary SQLite file, and a temporary PostgreSQL database if one is reachable
