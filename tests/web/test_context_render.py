@@ -305,3 +305,33 @@ def test_past_the_context_limit_the_oldest_calls_are_left_out_and_counted(monkey
     text = seen[0]
     assert text.startswith("(6 earlier calls left out: the context is limited to 100 characters)")
     assert [f"step(i={i})" in text for i in range(10)] == [False] * 6 + [True] * 4
+
+
+def test_expose_filters_earlier_sibling_calls_too():
+    seen = []
+
+    @agentic_function(expose="llm")
+    def planner():
+        model_call("make a plan", "plan: two steps")
+        return "the plan"
+
+    @agentic_function(expose="io")
+    def fetcher():
+        model_call("fetch quietly", "fetched")
+        return "the data"
+
+    @agentic_function(render_range={"subcalls": 0})
+    def writer():
+        seen.append(visible_context())
+
+    @agentic_function
+    def entry():
+        planner()
+        fetcher()
+        writer()
+
+    run_recorded(entry)
+    assert seen == ["Earlier in this session:\n\n"
+                    "entry()\n-> (still running)\n\n"
+                    "[model call sim-1] make a plan\n-> plan: two steps\n\n"
+                    "fetcher()\n-> the data"]
