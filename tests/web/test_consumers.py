@@ -13,7 +13,7 @@ from channels.db import database_sync_to_async
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import connection, transaction
 from django.test import Client
 
 from dag import broadcast, stream_frames
@@ -131,6 +131,23 @@ async def read_until(communicator, mirror, rev):
     return mirror
 
 
+def run_and_close_connection(function, *args):
+    """Run `function` in a worker thread, closing the thread's database connection afterwards (an open
+    one would keep PostgreSQL from dropping the test database)."""
+    try:
+        return function(*args)
+    finally:
+        connection.close()
+
+
+async def next_frame(communicator) -> str:
+    """The next frame's text that is not a heartbeat (those come every 0.2 s here)."""
+    while True:
+        text = (await communicator.receive_output(timeout=TIMEOUT))["text"]
+        if json.loads(text)["type"] != "heartbeat":
+            return text
+
+
 def database_state(session_id):
     session = Session.objects.get(pk=session_id)
     return session.rev, session.status, {node.id: node.as_dict() for node in Node.objects.filter(session=session)}
@@ -224,7 +241,7 @@ async def test_since_rev_beyond_the_session_sends_everything(owner, session):
 
 
 async def test_reconnect_mid_run_ends_with_exactly_the_final_state(owner, session):
-    writer = threading.Thread(target=run_nodes, args=(session.pk, 150))
+    writer = threading.Thread(target=run_and_close_connection, args=(run_nodes, session.pk, 150))
     comm = communicator(owner, session.pk)
     await comm.connect(timeout=TIMEOUT)
     mirror = Mirror()
@@ -284,9 +301,7 @@ async def test_a_burst_is_coalesced_into_one_batch(owner, session):
     # Published without yielding to the loop: the forwarder must gather them into one layer message.
     for node in nodes:
         broadcast.publish(str(session.pk), [{"type": "node", "rev": node.rev, "node": node.as_dict()}])
-    message = await comm.receive_json_from(timeout=TIMEOUT)
-    while message["type"] == "heartbeat":
-        message = await comm.receive_json_from(timeout=TIMEOUT)
+    message = json.loads(await next_frame(comm))
     await comm.disconnect()
     assert message["type"] == "batch"
     assert [item["rev"] for item in message["items"]] == list(range(1, 101))
@@ -335,10 +350,10 @@ async def test_a_huge_node_is_streamed_with_its_big_fields_cut(owner, session):
     mirror = Mirror()
     mirror.apply(await comm.receive_json_from(timeout=TIMEOUT))
     node = await database_sync_to_async(record_node)(session.pk, output="y" * 2_000_000, input={"q": 1})
-    output = await comm.receive_output(timeout=TIMEOUT)
+    text = await next_frame(comm)
     await comm.disconnect()
-    assert len(output["text"]) <= stream_frames.FRAME_LIMIT
-    streamed = json.loads(output["text"])["node"]
+    assert len(text) <= stream_frames.FRAME_LIMIT
+    streamed = json.loads(text)["node"]
     assert streamed["id"] == node.pk and streamed["truncated"] == ["output"]
     assert streamed["input"] == {"q": 1} and streamed["output"].startswith("yyyy")
 
@@ -368,7 +383,7 @@ async def test_a_real_run_streams_exactly_what_it_recorded(owner, monkeypatch, f
     await comm.connect(timeout=TIMEOUT)
     mirror = Mirror()
     mirror.apply(await comm.receive_json_from(timeout=TIMEOUT))
-    await asyncio.to_thread(run_session, session.pk)
+    await asyncio.to_thread(run_and_close_connection, run_session, session.pk)
     rev, status, nodes = await database_sync_to_async(database_state)(session.pk)
     await read_until(comm, mirror, rev)
     await comm.disconnect()
