@@ -44,6 +44,7 @@ class LoopOffload:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dag-recorder")
                 self._finalizer = weakref.finalize(self, _stop, self._executor)
+                self._finalizer.atexit = False  # at exit the executor already refuses new work
             return self._executor
 
     def close(self) -> None:
