@@ -62,7 +62,8 @@ def run_session(session_id) -> None:
         finish(session_id, Session.Status.ERROR, error=str(exc))
         return
     status, result, error = Session.Status.COMPLETED, None, ""
-    with stop.watch(session_id) as signal, use_recorder(DjangoRecorder(session)):
+    recorder = DjangoRecorder(session)
+    with stop.watch(session_id) as signal, use_recorder(recorder):
         try:
             outcome = tool(**kwargs)
             # A worker thread has no event loop of its own: an async function gets one for its run.
@@ -73,6 +74,8 @@ def run_session(session_id) -> None:
             # A stop can surface as another error (a closed client); it is still a stop.
             status = _stopped_status(signal) if signal.is_set else Session.Status.ERROR
             error = error_text(exc)
+        finally:
+            recorder.close()  # its write thread for event-loop code, if the run started one
     finish(session_id, status, result=result, error=error)
 
 
