@@ -9,10 +9,6 @@ from runtime import (BudgetExceeded, CancelledError, Recorder, agentic_function,
 from runtime.providers import ScriptedProvider
 from runtime.runtime import Runtime
 
-from .fakes.fixtures import empty_registry  # noqa: F401 (a fixture, used through pytestmark)
-
-pytestmark = pytest.mark.usefixtures("empty_registry")
-
 
 def call(name, **arguments):
     return {"tool_calls": [{"name": name, "arguments": arguments}]}

@@ -4,30 +4,18 @@ import types
 
 import pytest
 
-from runtime import (Budget, BudgetExceeded, CancelledError, Recorder, add_pre_invocation_hook,
-                     agentic_function, function, remove_pre_invocation_hook, use_recorder)
+from runtime import (Budget, BudgetExceeded, CancelledError, Recorder, agentic_function, function,
+                     use_recorder)
 from runtime.context import _current_budget
 from runtime.exec_loop import ExecTimeout
 from runtime.model_call import ModelCall
 from runtime.providers import ScriptedProvider, SimProvider
 from runtime.runtime import Runtime, create_runtime, llm
 
-from .fakes.fixtures import empty_registry  # noqa: F401 (a fixture, used through pytestmark)
-
-pytestmark = pytest.mark.usefixtures("empty_registry")
-
 
 @pytest.fixture
-def hook():
-    installed = []
-
-    def install(fn):
-        add_pre_invocation_hook(fn)
-        installed.append(fn)
-        return fn
-    yield install
-    for fn in installed:
-        remove_pre_invocation_hook(fn)
+def hook(install_hook):
+    return install_hook
 
 
 def test_hooks_run_before_every_model_call_with_the_frame_and_request(hook):

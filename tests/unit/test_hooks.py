@@ -8,17 +8,8 @@ from runtime.hooks import installed_hooks
 
 
 @pytest.fixture
-def install():
-    added = []
-
-    def _install(hook):
-        add_pre_invocation_hook(hook)
-        added.append(hook)
-        return hook
-
-    yield _install
-    for hook in added:
-        remove_pre_invocation_hook(hook)
+def install(install_hook):
+    return install_hook
 
 
 def test_adding_twice_keeps_one_and_removing_an_absent_hook_is_silent(install):

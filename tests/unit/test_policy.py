@@ -6,10 +6,6 @@ from runtime.function import _current_tool_policy
 from runtime.providers import ScriptedProvider
 from runtime.runtime import DEFAULT_TOOLSET, Runtime
 
-from .fakes.fixtures import empty_registry  # noqa: F401 (a fixture, used through pytestmark)
-
-pytestmark = pytest.mark.usefixtures("empty_registry")
-
 
 @pytest.fixture
 def tools():

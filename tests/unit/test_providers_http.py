@@ -13,11 +13,8 @@ from runtime.providers.openai_provider import OpenAIProvider
 from runtime.retry import ProviderError, RetryPolicy
 from runtime.runtime import Runtime
 
-from .fakes.fixtures import empty_registry  # noqa: F401 (a fixture, used through pytestmark)
 from .fakes.protocols import AnthropicWire, OpenAIWire
 from .fakes.server import FakeServer, hang, slow
-
-pytestmark = pytest.mark.usefixtures("empty_registry")
 
 FAST_RETRY = RetryPolicy(max_retries=2, base_delay_s=0.001, max_delay_s=0.002, max_total_s=5)
 PROVIDERS = {"openai": (OpenAIProvider, OpenAIWire), "anthropic": (AnthropicProvider, AnthropicWire)}

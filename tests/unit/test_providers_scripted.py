@@ -5,10 +5,6 @@ from runtime import agentic_function
 from runtime.providers import ScriptedProvider
 from runtime.runtime import Runtime
 
-from .fakes.fixtures import empty_registry  # noqa: F401 (a fixture, used through pytestmark)
-
-pytestmark = pytest.mark.usefixtures("empty_registry")
-
 
 def test_plays_replies_in_order_across_nested_calls_and_records_requests():
     provider = ScriptedProvider([{"tool_calls": [{"name": "child", "arguments": {"q": "x"}}]}, "child answer",

@@ -1,13 +1,8 @@
 """Where the situational prompt goes: the leading block of the user turn, never the system prompt."""
-import pytest
-
 from runtime import Recorder, agentic_function, function, use_recorder
 from runtime.providers import ScriptedProvider
 from runtime.runtime import Runtime, _situational_prefix, llm
 
-from .fakes.fixtures import empty_registry  # noqa: F401 (a fixture, used through pytestmark)
-
-pytestmark = pytest.mark.usefixtures("empty_registry")
 
 SYSTEM = "You are a careful assistant. Project memory: none."
 

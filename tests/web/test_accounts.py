@@ -12,7 +12,6 @@ from django.test import Client
 from dag.local_user import LOCAL_USERNAME, credentials_file
 from dag.models import Session
 
-from .launch_helpers import fast_hashing, test_functions, user  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,6 @@ from dag import revisions
 from dag.models import Node, Session
 from dag.runs import run_session
 
-from .launch_helpers import fast_hashing, other_user, test_functions, user  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,6 @@ import pytest
 from dag import catalog
 from runtime import registry
 
-from .launch_helpers import fast_hashing, logged_in, user  # noqa: F401 (fixtures)
 
 EXTRA = "tests.web.catalog_extra"
 

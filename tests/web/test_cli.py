@@ -15,7 +15,7 @@ from django.db import connection
 from dag.local_user import LOCAL_USERNAME
 from dag.models import Node, Session
 
-from .launch_helpers import fast_hashing, other_user, test_functions, user, wait_for  # noqa: F401 (fixtures)
+from .launch_helpers import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,6 @@ import pytest
 from dag.models import Node, Session
 from dag.runs import run_session
 
-from .launch_helpers import fast_hashing, logged_in, user  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db
 

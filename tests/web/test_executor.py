@@ -6,7 +6,6 @@ from rest_framework.test import APIClient
 
 from dag.executor import Executor, InProcessExecutor, get_executor
 
-from .launch_helpers import fast_hashing, test_functions, user  # noqa: F401 (fixtures)
 
 
 class RecordingExecutor(Executor):

@@ -9,7 +9,7 @@ import pytest
 from dag.forms import LaunchForm
 from dag.models import Session
 
-from .launch_helpers import echo, fast_hashing, logged_in, test_functions, user, widgets  # noqa: F401 (fixtures)
+from .launch_helpers import echo, widgets
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,6 @@ import yaml
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from .launch_helpers import fast_hashing, user  # noqa: F401 (fixtures)
 
 
 def test_spectacular_validates_with_no_warnings(tmp_path):

@@ -11,8 +11,7 @@ from dag.launch import launch
 from dag.models import Node, Session
 from runtime.hooks import installed_hooks
 
-from .launch_helpers import (fast_hashing, other_user, test_functions, user, wait_for,  # noqa: F401 (fixtures)
-                             wait_for_end)
+from .launch_helpers import wait_for, wait_for_end
 
 
 @pytest.fixture
