@@ -175,6 +175,17 @@ def fast_heartbeat(settings):
     settings.OPENPROGRAM_WS_HEARTBEAT_S = 0.2
 
 
+@pytest.fixture(autouse=True)
+def fresh_channel_layer():
+    """A channel layer per test: each async test has its own event loop, and the Redis layer keeps
+    loop-bound state (its receive lock) that a consumer still waiting when a loop closed leaves behind."""
+    from channels.layers import channel_layers
+
+    channel_layers.backends = {}
+    yield
+    channel_layers.backends = {}
+
+
 def communicator(user, session_id, query=""):
     comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/sessions/{session_id}/{query}")
     comm.scope["user"] = user
@@ -185,6 +196,7 @@ async def close_code(comm):
     connected, _ = await comm.connect(timeout=TIMEOUT)
     assert connected  # accepted, so the close code reaches a browser
     output = await comm.receive_output(timeout=TIMEOUT)
+    await comm.disconnect()  # let the consumer finish, so nothing waits on the layer after the test
     assert output["type"] == "websocket.close"
     return output["code"]
 
