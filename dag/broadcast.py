@@ -19,10 +19,14 @@ tens of layer messages, not thousands.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 import time
 from typing import Callable
+
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 
 log = logging.getLogger(__name__)
 
@@ -171,10 +175,18 @@ class LayerForwarder:
                 log.warning("channel layer send for session %s failed", session_id, exc_info=True)
 
 
+@functools.lru_cache(maxsize=1)
 def _layer_is_in_memory() -> bool:
+    """Cached: with no viewer connected it is asked on every publish, and settings lookups add up."""
     from django.conf import settings
     backend = settings.CHANNEL_LAYERS.get("default", {}).get("BACKEND", "")
     return backend.endswith("InMemoryChannelLayer")
+
+
+@receiver(setting_changed)
+def _forget_layer_kind(setting, **kwargs) -> None:
+    if setting == "CHANNEL_LAYERS":
+        _layer_is_in_memory.cache_clear()
 
 
 layer_forwarder = LayerForwarder()

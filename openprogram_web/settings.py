@@ -100,9 +100,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "timeout": 20,
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=20000;",
     }
-    # A file, not :memory:, so worker threads and a live server share the test database; the pid keeps
-    # concurrent test runs apart.
+    # A file, not :memory:, so worker threads and a live server share the test database.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-{os.getpid()}.sqlite3")}
+elif DATABASES["default"].get("NAME"):
+    # Two test runs at once on one server would otherwise both claim "test_<name>".
+    DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{os.getpid()}"}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- channels ---------------------------------------------------------------------------------

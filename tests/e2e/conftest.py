@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from .support import CHROMIUM, DaphneServer, database_url, launch_chromium
+from ..database_url import database_url
+from .support import CHROMIUM, DaphneServer, launch_chromium
 
 # Playwright's sync API keeps an event loop in this thread; the ORM calls the tests make between page
 # actions are still plain synchronous code.

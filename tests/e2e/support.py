@@ -15,20 +15,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVER_START_TIMEOUT_S = 30
 
 
-def database_url(settings_dict) -> str:
-    """The URL of a configured database, for a server process that must share it."""
-    engine = settings_dict["ENGINE"]
-    if engine.endswith("sqlite3"):
-        return f"sqlite:///{Path(settings_dict['NAME']).resolve()}"
-    if engine.endswith("postgresql"):
-        auth = settings_dict.get("USER") or ""
-        if settings_dict.get("PASSWORD"):
-            auth += f":{settings_dict['PASSWORD']}"
-        host = f"{settings_dict.get('HOST') or '127.0.0.1'}:{settings_dict.get('PORT') or 5432}"
-        return f"postgres://{auth + '@' if auth else ''}{host}/{settings_dict['NAME']}"
-    raise RuntimeError(f"the live server supports SQLite and PostgreSQL, not {engine}")
-
-
 class DaphneServer:
     """`daphne` serving the app on 127.0.0.1 at a port the OS picks; `url` once it listens."""
 

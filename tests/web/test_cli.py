@@ -15,6 +15,7 @@ from django.db import connection
 from dag.local_user import LOCAL_USERNAME
 from dag.models import Node, Session
 
+from ..database_url import database_url
 from .launch_helpers import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,18 +87,9 @@ def test_a_failed_run_exits_non_zero_with_its_error(local_user, test_functions):
     assert error.returncode == 1 and "ended error" in str(error) and "kaboom" in str(error)
 
 
-def _database_url() -> str:
-    """The test database as a DATABASE_URL, for a command run in a child process."""
-    db = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{db['NAME']}"
-    user = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
-    return f"postgres://{user}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
 @pytest.mark.django_db(transaction=True)
 def test_ctrl_c_stops_the_run_and_exits_130(local_user):
-    env = {**os.environ, "DATABASE_URL": _database_url(), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "DATABASE_URL": database_url(connection.settings_dict), "PYTHONUNBUFFERED": "1"}
     child = subprocess.Popen([sys.executable, "manage.py", "run_function", "slow_count", "n=500", "delay_s=0.05"],
                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
