@@ -167,6 +167,9 @@ class TimeoutAwareRecorder(Recorder):
     def render_context(self, frame):
         return self.inner.render_context(frame)
 
+    def budget_updated(self, limits: dict, spend: dict) -> None:
+        self.inner.budget_updated(limits, spend)
+
 
 class Dispatcher:
     """Runs one exec's tool calls against the tools it offered."""

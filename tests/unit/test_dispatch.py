@@ -367,3 +367,25 @@ def test_non_string_results_are_sent_as_json():
 
     _, results, _ = run([call("data"), "ok"], tools=[data])
     assert results == ['{"a": [1, 2], "b": null}']
+
+
+def test_a_budget_opened_inside_a_timeout_tool_still_reaches_the_recorder():
+    from runtime import Budget
+
+    @agentic_function(timeout=30, budget=Budget(max_llm_calls=3))
+    def bounded() -> str:
+        """Runs under its own budget."""
+        return "done"
+
+    class Log(Recorder):
+        def __init__(self):
+            self.budgets = []
+
+        def budget_updated(self, limits, spend):
+            self.budgets.append(limits["max_llm_calls"])
+
+    log = Log()
+    with use_recorder(log):
+        _, results, _ = run([call("bounded"), "ok"], tools=[bounded])
+    assert results == ["done"]
+    assert log.budgets == [3, 3]  # the scope's start and its end, through the timeout's recorder wrapper
