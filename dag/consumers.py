@@ -58,7 +58,8 @@ def parse_stream_request(session_id: str, query_string: bytes) -> tuple[uuid.UUI
     values = params.get("since_rev")
     if values is None:
         return parsed_id, None
-    if len(values) != 1 or not values[0].isdigit() or len(values[0]) > 18:
+    # isascii: str.isdigit() also accepts digits such as "²" that int() refuses.
+    if len(values) != 1 or not (values[0].isascii() and values[0].isdigit()) or len(values[0]) > 18:
         raise BadStreamRequest("since_rev must be one non-negative integer revision")
     return parsed_id, int(values[0])
 

@@ -425,6 +425,7 @@ async def test_unknown_session_is_closed_with_4404(owner):
     (None, "?since_rev=1&since_rev=2"),
     (None, "?since_rev="),
     (None, "?sinc_rev=3"),
+    (None, "?since_rev=%C2%B2"),  # "²": a Unicode digit that int() refuses
 ])
 async def test_bad_id_or_parameter_is_closed_with_4400(owner, session, path_id, query):
     assert await close_code(communicator(owner, path_id or session.pk, query)) == 4400
