@@ -204,3 +204,23 @@ def test_a_budget_breach_is_marked_on_the_node_and_in_the_gauge(page, user):
     expect(budget.locator(".budget-item.over")).to_have_text("model calls 3 / 3")
     expect(budget).to_contain_text("tokens 1200 / 5000")
     expect(page.locator("[data-role=outcome]")).to_contain_text("BudgetExceeded")
+
+
+def test_the_keyboard_walks_the_tree_into_folded_groups(page, user):
+    session = make_session(user, function="slow_count", status="completed", rev=13, node_count=13)
+    entry = Node.objects.create(session=session, seq=0, kind="code", name="slow_count", status="completed",
+                                depth=1, name_depth=1, input={"n": 12}, rev=1)
+    for i in range(1, 13):
+        Node.objects.create(session=session, seq=i, parent=entry, kind="code", name="count_step",
+                            status="completed", depth=2, input={"i": i}, rev=1 + i)
+    page.goto(f"/sessions/{session.id}/")
+    expect(rows(page, ".group .name")).to_have_text("count_step ×12")
+    page.locator("[data-role=tree]").focus()
+    page.keyboard.press("ArrowDown")  # nothing selected yet: the first row
+    expect(rows(page, ".is-selected .name")).to_have_text("slow_count")
+    page.keyboard.press("ArrowDown")  # into the folded group, which unfolds
+    expect(rows(page, ".group")).to_have_attribute("aria-expanded", "true")
+    expect(page.locator("[data-role=details] .facts")).to_contain_text("#1")
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("ArrowUp")  # the open group's header is passed over
+    expect(rows(page, ".is-selected .name")).to_have_text("slow_count")

@@ -141,20 +141,27 @@ export class TreeView {
   }
 
   onKey(event) {
-    if (this.selectedId === null) return;
     const rows = this.model.visibleRows();
-    const index = this.model.rowOf(this.selectedId);
     const move = {ArrowDown: 1, ArrowUp: -1}[event.key];
     if (move) {
       event.preventDefault();
       this.options.onUserScroll();
+      const index = this.selectedId === null ? -1 : this.model.rowOf(this.selectedId);
       for (let i = index + move; i >= 0 && i < rows.length; i += move) {
-        if (rows[i].type === "node") {
-          this.options.onSelect(rows[i].id);
+        const row = rows[i];
+        if (row.type === "node") {
+          this.options.onSelect(row.id);
+          return;
+        }
+        // A folded group is entered at its near end (selecting unfolds it); an open one's header is
+        // passed over, its members follow it.
+        if (!this.model.openGroups.has(row.key)) {
+          this.options.onSelect(row.ids[move > 0 ? 0 : row.ids.length - 1]);
           return;
         }
       }
-    } else if ((event.key === "ArrowLeft" || event.key === "ArrowRight") && this.model.hasChildren(this.selectedId)) {
+    } else if ((event.key === "ArrowLeft" || event.key === "ArrowRight") && this.selectedId !== null &&
+               this.model.hasChildren(this.selectedId)) {
       const collapsed = this.model.collapsed.has(this.selectedId);
       if (collapsed === (event.key === "ArrowRight")) {
         event.preventDefault();
