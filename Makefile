@@ -13,7 +13,10 @@ REDIS_TEST_URL ?= redis://127.0.0.1:6379/0
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt 2>&1 | grep -v "is ignored: it is neither" || true
+	@echo "installing requirements.txt into $(VENV)"
+	@$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt >$(VENV)/pip.log 2>&1; rc=$$?; \
+	  grep -v "is ignored: it is neither" $(VENV)/pip.log >&2; \
+	  if [ $$rc -ne 0 ]; then echo "make: pip install -r requirements.txt failed (exit $$rc)" >&2; exit $$rc; fi
 	@$(BIN)/python -c "import django, channels, daphne, rest_framework" || { echo "dependency install failed" >&2; exit 1; }
 	@touch $(STAMP)
 
