@@ -224,3 +224,21 @@ def test_the_keyboard_walks_the_tree_into_folded_groups(page, user):
     page.keyboard.press("ArrowUp")
     page.keyboard.press("ArrowUp")  # the open group's header is passed over
     expect(rows(page, ".is-selected .name")).to_have_text("slow_count")
+
+
+def test_the_gauge_keeps_focus_while_a_run_ticks(page, user):
+    from django.utils import timezone
+
+    session = make_session(user, function="slow_count", status="running", rev=1, node_count=1,
+                           started_at=timezone.now())
+    Node.objects.create(session=session, seq=0, kind="code", name="slow_count", status="running", depth=1,
+                        name_depth=1, input={"n": 3}, started_at=timezone.now(), rev=1)
+    page.goto(f"/sessions/{session.id}/")
+    leader = page.locator("[data-role=gauge] button.link")
+    expect(leader).to_have_text("slow_count")
+    leader.focus()
+    meta = page.locator("[data-role=session-meta]")
+    before = meta.text_content()
+    expect(meta).not_to_have_text(before)  # the page's once-a-second redraw has happened
+    page.evaluate("() => new Promise((done) => requestAnimationFrame(() => done()))")
+    assert page.evaluate("() => document.activeElement.textContent") == "slow_count"

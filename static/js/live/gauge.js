@@ -22,8 +22,14 @@ export function depthStats(nodes) {
 }
 
 export function renderGauge(box, stats, {ceiling, onSelect}) {
-  clear(box);
   const leader = stats.leader;
+  // Redrawn only when a figure changed: the box is a live region (a rebuild is announced) and holds
+  // buttons (a rebuild drops keyboard focus), and the page draws every second while a run is going.
+  const signature = [ceiling, stats.deepest, leader?.id, leader?.name_depth, ...[stats.refused, stats.budget]
+    .map((marked) => `${marked.length}:${marked[0]?.id}`)].join("|");
+  if (box.dataset.signature === signature) return;
+  box.dataset.signature = signature;
+  clear(box);
   const level = leader ? leader.name_depth : 0;
   const atCeiling = level >= ceiling;
   box.classList.toggle("at-ceiling", atCeiling);
