@@ -1,6 +1,8 @@
-"""The front door: the Makefile's setup step."""
+"""The front door: the Makefile's setup step and the README's own example module."""
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,3 +31,24 @@ def test_setup_fails_loudly_when_pip_install_fails(tmp_path):
     assert "pip install -r requirements.txt failed" in done.stderr
     assert "no matching distribution" in done.stderr
     assert not stamp.exists()
+
+
+def _readme_module() -> str:
+    text = (REPO / "README.md").read_text()
+    return re.search(r"```python\n# myproject/agents\.py\n(.*?)```", text, re.S).group(1)
+
+
+def test_readme_example_module_runs_next_to_the_examples(tmp_path):
+    # The README tells users to list their module after examples.functions: the two must coexist.
+    (tmp_path / "myproject").mkdir()
+    (tmp_path / "myproject" / "agents.py").write_text(_readme_module())
+    script = ("import examples.functions, myproject.agents as module\n"
+              "from runtime.function import Tool\n"
+              "print(module.librarian('Who wrote the guard?'))\n"
+              "for tool in vars(module).values():\n"
+              "    if isinstance(tool, Tool) and not tool.agentic:\n"
+              "        print(tool('guard'))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=REPO, env={"PYTHONPATH": f"{tmp_path}:{REPO}", "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert "simulated model" in done.stdout
