@@ -123,6 +123,9 @@ _current_runtime: ContextVar[Optional["Runtime"]] = ContextVar("openprogram_runt
 _current_recorder: ContextVar[Optional["Recorder"]] = ContextVar("openprogram_recorder", default=None)
 # The innermost active delegation budget scope (runtime.budget), None when no budget applies.
 _current_budget: ContextVar[Optional[object]] = ContextVar("openprogram_budget", default=None)
+# {runtime: system prompt} set by running `system=` functions. Not a write to the runtime itself:
+# parallel tool calls share one runtime, and each must see (and leave behind) its own prompt.
+_system_override: ContextVar[Optional[dict]] = ContextVar("openprogram_system", default=None)
 
 
 def current_frame() -> Optional[Frame]:

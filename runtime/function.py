@@ -17,7 +17,8 @@ from typing import Any, Callable, Optional
 
 from . import hooks as _hooks
 from .budget import Budget, enter_frame, exit_frame
-from .context import Frame, FrameMap, _current_budget, _current_recorder, _current_runtime, _recursion_depth
+from .context import (Frame, FrameMap, _current_budget, _current_recorder, _current_runtime, _recursion_depth,
+                      _system_override)
 from .errors import BudgetExceeded, CancelledError
 from .options import (ToolOptions, build_tool_options, check_expose, check_input,
                       check_render_range)
@@ -157,7 +158,7 @@ class Tool:
 
     def _setup(self, frame: Frame, args: tuple, kwargs: dict):
         """The less common part of entry: budget scope, runtime injection, `system=`."""
-        budget_token = runtime_token = owned = previous_system = None
+        budget_token = runtime_token = owned = system_token = None
         try:
             if self.agentic and (self.budget is not None or _budget_get() is not None):
                 budget_token = enter_frame(frame, self.budget)
@@ -170,19 +171,18 @@ class Tool:
                 runtime_token = _current_runtime.set(runtime)
             frame.runtime = runtime
             if self.system is not None:
-                previous_system = runtime.system
-                runtime.system = self.system
+                system_token = _system_override.set({**(_system_override.get() or {}), runtime: self.system})
         except BaseException:
-            self._teardown(frame, (budget_token, runtime_token, owned, previous_system, args, kwargs))
+            self._teardown(frame, (budget_token, runtime_token, owned, system_token, args, kwargs))
             raise
-        return budget_token, runtime_token, owned, previous_system, args, kwargs
+        return budget_token, runtime_token, owned, system_token, args, kwargs
 
     def _teardown(self, frame: Frame, extras: tuple) -> None:
         """Undo `_setup`, innermost first."""
-        budget_token, runtime_token, owned, previous_system = extras[:4]
+        budget_token, runtime_token, owned, system_token = extras[:4]
         try:
-            if self.system is not None and frame.runtime is not None:
-                frame.runtime.system = previous_system
+            if system_token is not None:
+                _system_override.reset(system_token)
             if runtime_token is not None:
                 _current_runtime.reset(runtime_token)
             if owned is not None:

@@ -11,7 +11,7 @@ import os
 import threading
 from typing import Callable, Iterable, Optional
 
-from .context import _current_runtime
+from .context import _current_runtime, _system_override
 from .dispatch import ResultCache
 from .providers.base import Provider, create_provider, resolve_model, split_model_spec
 
@@ -67,7 +67,7 @@ class Runtime:
         self._default_model: Optional[str] = None
         self._others: dict[str, Provider] = {}
         self._lock = threading.Lock()
-        self.system = system
+        self._system = system
         self.model = model
         self.unattended = _env_flag("OPENPROGRAM_UNATTENDED", True) if unattended is None else unattended
         deny = unattended_deny if unattended_deny is not None else os.environ.get("OPENPROGRAM_UNATTENDED_DENY", "")
@@ -80,6 +80,22 @@ class Runtime:
         self.closed = False
         if self._provider is not None and model:
             self._default_model = split_model_spec(model)[1] if ":" in model else model
+
+    @property
+    def system(self) -> Optional[str]:
+        """The system prompt: the innermost running `system=` function's for this runtime, else its own."""
+        overrides = _system_override.get()
+        if overrides and self in overrides:
+            return overrides[self]
+        return self._system
+
+    @system.setter
+    def system(self, value: Optional[str]) -> None:
+        overrides = _system_override.get()
+        if overrides and self in overrides:  # inside a `system=` call: undone when that call ends
+            _system_override.set({**overrides, self: value})
+        else:
+            self._system = value
 
     # -- the model ----------------------------------------------------------------------------
 

@@ -170,3 +170,40 @@ def test_recorder_sees_error_status_and_hidden_subtrees_are_not_recorded():
     with use_recorder(recorder), pytest.raises(KeyError):
         failing()
     assert recorder.events == [("enter", "failing", 1, {}), ("exit", "failing", "error", None, "KeyError")]
+
+
+def test_parallel_calls_with_their_own_system_on_one_runtime_do_not_clobber_each_other():
+    import threading
+
+    from runtime.providers import ScriptedProvider
+
+    entered_b, done_a = threading.Event(), threading.Event()
+    seen = {}
+
+    @agentic_function(system="system A")
+    def task_a(runtime=None) -> str:
+        """First."""
+        assert entered_b.wait(10)  # B has set its system prompt by now
+        seen["a"] = runtime.system
+        return "a"
+
+    @agentic_function(system="system B")
+    def task_b(runtime=None) -> str:
+        """Second."""
+        entered_b.set()
+        assert done_a.wait(10)  # A has finished and restored by now
+        seen["b"] = runtime.system
+        return "b"
+
+    class SignalA(Recorder):
+        def function_exited(self, frame, status, output=None, error=None):
+            if frame.name == "task_a":
+                done_a.set()
+
+    provider = ScriptedProvider([{"tool_calls": [{"name": "task_a"}, {"name": "task_b"}]}, "both done"])
+    rt = Runtime(provider=provider, system="run system")
+    with use_recorder(SignalA()):
+        assert rt.exec("do both", tools=[task_a, task_b]) == "both done"
+    assert seen == {"a": "system A", "b": "system B"}
+    assert rt.system == "run system"
+    assert [r["system"] for r in provider.requests] == ["run system", "run system"]
