@@ -77,11 +77,9 @@ def wiki_agent(question: str, mode: str = "brief", runtime=None) -> str:
     "api_token": {"hidden": True},
 })
 def research_agent(topic: str, notes: str = "", api_token: str = "", runtime=None) -> dict:
-    """Research a topic by delegating questions to the wiki agent, then report what was found.
-
-    `api_token` would authenticate an external wiki; it is hidden from forms and models, and without one
-    (the default, or WIKI_API_TOKEN unset) only the built-in notes are searched.
-    """
+    """Research a topic by delegating questions to the wiki agent, then report what was found."""
+    # api_token would authenticate an external wiki. It is hidden from forms and models (so the docstring,
+    # which models read, leaves it out); without it or WIKI_API_TOKEN only the built-in notes are searched.
     source = "external wiki" if (api_token or os.environ.get("WIKI_API_TOKEN")) else "built-in notes"
     task = f"Ask the wiki agent about: {topic}"
     if notes.strip():

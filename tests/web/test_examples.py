@@ -91,3 +91,11 @@ def test_every_example_documents_itself():
 
     for tool in (examples.wiki_agent, examples.research_agent, examples.runaway_agent, examples.slow_count):
         assert tool.doc and tool.input and all(name in tool.hints for name in tool.spec["parameters"]["properties"])
+
+
+def test_no_example_tells_models_about_a_parameter_hidden_from_them():
+    from examples import functions as examples
+
+    for tool in (examples.wiki_agent, examples.research_agent, examples.runaway_agent, examples.slow_count):
+        hidden = [name for name, meta in tool.input.items() if meta.get("hidden")]
+        assert not any(name in tool.spec["description"] for name in hidden), tool.tool_name
