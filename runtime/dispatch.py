@@ -90,13 +90,13 @@ def persist_result(directory: Path, tool_name: str, text: str) -> Path:
     return path
 
 
-def shape_result(text: str, limit: int, head_ratio: float, saved_at: Optional[Path] = None) -> str:
-    """`text` cut to `limit` characters, keeping the head and the tail, with a marker for the cut."""
+def shape_result(text: str, limit: int, head_ratio: float, where: str = "") -> str:
+    """`text` cut to `limit` characters, keeping the head and the tail, with a marker for the cut
+    (`where` adds to the marker where the full text went)."""
     if len(text) <= limit:
         return text
     head = int(limit * head_ratio)
     tail = limit - head
-    where = f"; the full result is saved at {saved_at} (read it from there for the rest)" if saved_at else ""
     marker = f"\n\n[… {len(text) - limit} of {len(text)} characters cut from the middle{where} …]\n\n"
     return text[:head] + marker + (text[-tail:] if tail else "")
 
@@ -226,10 +226,14 @@ class Dispatcher:
                 return cached
         value = self._invoke_with_timeout(tool, arguments) if options.timeout else _invoke(tool, arguments)
         text = to_text(value)
-        saved = None
+        where = ""
         if options.persist_full and len(text) > options.max_result_chars:
-            saved = persist_result(results_dir(self.runtime), call.name, text)
-        text = shape_result(text, options.max_result_chars, options.head_ratio, saved)
+            try:
+                saved = persist_result(results_dir(self.runtime), call.name, text)
+                where = f"; the full result is saved at {saved} (read it from there for the rest)"
+            except OSError as exc:  # the tool did run: report its cut result, not a failure it might retry
+                where = f"; saving the full result failed ({type(exc).__name__}: {exc.strerror or exc})"
+        text = shape_result(text, options.max_result_chars, options.head_ratio, where)
         if key is not None:
             self.cache.put(key, text, options.cache_ttl)
         return text

@@ -389,3 +389,20 @@ def test_a_budget_opened_inside_a_timeout_tool_still_reaches_the_recorder():
         _, results, _ = run([call("bounded"), "ok"], tools=[bounded])
     assert results == ["done"]
     assert log.budgets == [3, 3]  # the scope's start and its end, through the timeout's recorder wrapper
+
+
+def test_persist_full_failing_to_save_still_returns_the_cut_result(tmp_path):
+    runs = []
+    not_a_directory = tmp_path / "file"
+    not_a_directory.write_text("")
+
+    @function(max_result_chars=50, persist_full=True)
+    def big() -> str:
+        """Big, with side effects."""
+        runs.append(1)
+        return "x" * 500
+
+    _, results, _ = run([call("big"), "ok"], tools=[big], results_dir=str(not_a_directory / "results"))
+    assert runs == [1]
+    assert results[0].startswith("x" * 35) and "450 of 500 characters cut" in results[0]
+    assert "saving the full result failed" in results[0]
