@@ -12,6 +12,7 @@ import dataclasses
 import os
 import ssl
 import threading
+import time
 from typing import Any, Callable, Optional
 
 from .. import interrupt
@@ -81,11 +82,17 @@ class SDKProvider(Provider):
         if not model:
             raise ValueError(f"no model name for the {self.name} provider; set OPENPROGRAM_MODEL="
                              f"'{self.name}:<model>' or pass model='{self.name}:<model>'")
-        policy, timeout_s = self.retry, self.timeout_s
+        policy, deadline = self.retry, None
         if request.timeout_s is not None:  # the caller's deadline bounds every attempt and the retries
-            timeout_s = max(0.001, min(timeout_s, request.timeout_s))
+            deadline = time.monotonic() + request.timeout_s
             policy = dataclasses.replace(policy, max_total_s=min(policy.max_total_s, request.timeout_s))
-        return call_with_retries(lambda: self._attempt(request, model, timeout_s, check), policy, check)
+
+        def attempt() -> ModelReply:
+            timeout_s = self.timeout_s
+            if deadline is not None:  # a retry gets what is left of the caller's time, not all of it again
+                timeout_s = max(0.001, min(timeout_s, deadline - time.monotonic()))
+            return self._attempt(request, model, timeout_s, check)
+        return call_with_retries(attempt, policy, check)
 
     def _attempt(self, request: ModelRequest, model: str, timeout_s: float,
                  check: Optional[Callable[[], None]]) -> ModelReply:
@@ -110,7 +117,7 @@ class SDKProvider(Provider):
             raise ProviderError(self.name, _error_message(exc), status=status,
                                 retryable=is_retryable_status(status)) from exc
         except timeout_error as exc:
-            raise ProviderError(self.name, f"request timed out after {timeout_s:g}s", retryable=True) from exc
+            raise ProviderError(self.name, f"request timed out after {timeout_s:.3g}s", retryable=True) from exc
         except connection_error as exc:
             raise ProviderError(self.name, f"connection failed: {exc}", retryable=True) from exc
 

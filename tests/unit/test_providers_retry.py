@@ -74,3 +74,26 @@ def test_a_stop_during_the_backoff_ends_the_wait():
     with pytest.raises(CancelledError):
         call_with_retries(failing(500, log), RetryPolicy(base_delay_s=0.01), check=stop)
     assert log == [500]
+
+
+def test_a_retry_gets_only_what_is_left_of_the_callers_timeout(monkeypatch):
+    from runtime.messages import ModelReply, ModelRequest
+    from runtime.providers.openai_provider import OpenAIProvider
+
+    now = [1000.0]
+    monkeypatch.setattr(retry.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(retry.interrupt, "sleep", lambda seconds, check=None: None)
+    provider = OpenAIProvider("m", api_key="k", timeout_s=60, retry=RetryPolicy(max_retries=2))
+    timeouts = []
+
+    def attempt(request, model, timeout_s, check):
+        timeouts.append(timeout_s)
+        if len(timeouts) == 1:
+            now[0] += 8  # the first attempt used 8 of the caller's 10 seconds, then failed
+            raise ProviderError("openai", "busy", status=503, retryable=True)
+        return ModelReply(text="ok")
+
+    monkeypatch.setattr(provider, "_attempt", attempt)
+    request = ModelRequest(system="", messages=[{"role": "user", "content": "hi"}], timeout_s=10)
+    assert provider.complete(request).text == "ok"
+    assert timeouts == [10, 2]
