@@ -24,6 +24,7 @@ setup: $(STAMP)
 	@$(BIN)/python manage.py migrate --noinput -v 0
 
 run: setup
+	@$(BIN)/python bin/ensure-port-free $(HOST) $(PORT)
 	@$(BIN)/python manage.py ensure_local_user
 	@$(BIN)/python manage.py interrupt_orphaned_runs
 	$(BIN)/daphne -b $(HOST) -p $(PORT) openprogram_web.asgi:application

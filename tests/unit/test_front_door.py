@@ -1,6 +1,7 @@
 """The front door: the Makefile's setup step and the README's own example module."""
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -52,3 +53,26 @@ def test_readme_example_module_runs_next_to_the_examples(tmp_path):
                           cwd=REPO, env={"PYTHONPATH": f"{tmp_path}:{REPO}", "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
     assert "simulated model" in done.stdout
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_run_on_a_busy_port_leaves_the_serving_servers_runs_alone(tmp_path):
+    # A venv whose commands only log themselves (the port check runs for real), set up already.
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    log = tmp_path / "calls.log"
+    _write_script(venv / "bin" / "python", f'echo "python $*" >> {log}\n'
+                                           f'case "$1" in bin/*) exec {sys.executable} "$@";; esac')
+    _write_script(venv / "bin" / "daphne", f'echo "daphne $*" >> {log}')
+    (venv / ".requirements-installed").touch()
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run(["make", "-C", str(REPO), f"VENV={venv}", "HOST=127.0.0.1", f"PORT={port}", "run"],
+                              capture_output=True, text=True)
+
+    assert done.returncode != 0
+    assert f"127.0.0.1:{port}" in done.stderr and "make run PORT=" in done.stderr
+    assert "interrupt_orphaned_runs" not in log.read_text()
