@@ -29,6 +29,7 @@ from . import interrupt
 from .context import _current_frame, _current_recorder
 from .errors import BudgetExceeded, CancelledError, ToolArgumentError
 from .messages import ToolCall, to_text, tool_result_message
+from .options import ToolOptions
 from .policy import LOAD_TOOLS, OfferedTools
 from .recorder import Recorder
 
@@ -203,6 +204,10 @@ class Dispatcher:
             text, is_error = f"Error: invalid arguments: {exc}", True
         except Exception as exc:
             text, is_error = f"Error: {type(exc).__name__}: {exc}", True
+        if is_error:  # an exception's message (a response body, a process's output) can be any length
+            tool = self.offered.tools.get(call.name)
+            options = tool.options if tool is not None else ToolOptions()
+            text = shape_result(text, options.max_result_chars, options.head_ratio)
         return tool_result_message(call, text, is_error)
 
     def _result_text(self, call: ToolCall) -> str:

@@ -406,3 +406,14 @@ def test_persist_full_failing_to_save_still_returns_the_cut_result(tmp_path):
     assert runs == [1]
     assert results[0].startswith("x" * 35) and "450 of 500 characters cut" in results[0]
     assert "saving the full result failed" in results[0]
+
+
+def test_a_huge_error_message_is_cut_like_a_result():
+    @function(max_result_chars=100)
+    def noisy() -> str:
+        """Fails with the whole response body in its message."""
+        raise RuntimeError("<html>" + "x" * 100_000 + "</html>")
+
+    _, results, _ = run([call("noisy"), "ok"], tools=[noisy])
+    assert results[0].startswith("Error: RuntimeError: <html>xxx") and results[0].endswith("x</html>")
+    assert "characters cut from the middle" in results[0] and len(results[0]) < 300
