@@ -30,6 +30,7 @@ const view = new TreeView(find("tree"), find("canvas"), model, {
 });
 
 function select(id) {
+  setFollow(false); // following would scroll the chosen call out of view with the next new node
   state.selectedId = id;
   model.reveal(id);
   view.select(id);

@@ -242,3 +242,16 @@ def test_the_gauge_keeps_focus_while_a_run_ticks(page, user):
     expect(meta).not_to_have_text(before)  # the page's once-a-second redraw has happened
     page.evaluate("() => new Promise((done) => requestAnimationFrame(() => done()))")
     assert page.evaluate("() => document.activeElement.textContent") == "slow_count"
+
+
+def test_a_selected_call_stays_in_view_while_new_nodes_arrive(page):
+    launch_from_form(page, "slow_count", {"n": 400, "delay_s": 0.05})
+    rows(page, ".group").click()
+    rows(page, ".kind-code").nth(2).click()
+    shown = int(page.locator("[data-role=tree-count]").text_content().split()[0])
+    page.wait_for_function("(n) => parseInt(document.querySelector('[data-role=tree-count]').textContent) > n",
+                           arg=shown + 40)  # more rows than the pane shows
+    expect(rows(page, ".is-selected")).to_be_in_viewport()
+    expect(page.locator("[data-role=follow]")).not_to_be_checked()
+    page.click("[data-role=stop]")
+    expect(session_status(page)).to_have_text("cancelled")
