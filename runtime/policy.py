@@ -4,11 +4,12 @@ Order of resolution:
 1. The candidates: `tools=[...]` exactly; else `toolset=`; else the policy's "toolset"; else
    DEFAULT_TOOLSET ("full": every registered tool, the running agentic function included).
 2. `tools_allow` and the policy's "allow" keep only the names they list (both: the intersection).
-3. `tools_deny`, the policy's "deny" and, in unattended mode, the unattended deny list (configured
-   names plus every tool that always requires approval) remove names. Nothing here adds the running
-   function's own name: the situational prompt tells the model not to call it.
-4. A tool whose `requires_env` is unset, whose `can_use()` is falsy, or whose `unsafe_in` lists the
-   current source is not offered.
+3. `tools_deny`, the policy's "deny" and, in unattended mode, the configured unattended deny list
+   remove names. Nothing here adds the running function's own name: the situational prompt tells
+   the model not to call it.
+4. In unattended mode a tool that always requires approval is not offered (registered or passed in
+   `tools=`); nor is a tool whose `requires_env` is unset, whose `can_use()` is falsy, or whose
+   `unsafe_in` lists the current source.
 
 Every registered tool left out gets a reason, so a model that calls it anyway gets a clear refusal.
 """
@@ -93,10 +94,10 @@ def _candidates(tools: Optional[list], toolset: Any) -> list:
 
 
 def unattended_deny(runtime) -> set:
-    configured = set(getattr(runtime, "unattended_deny", ()) or ())
+    """The names configured as denied in unattended mode (tools that need approval are refused apart)."""
     if not getattr(runtime, "unattended", False):
         return set()
-    return configured | {t.tool_name for t in registry.all() if t.options.requires_approval is True}
+    return set(getattr(runtime, "unattended_deny", ()) or ())
 
 
 def resolve_offered_tools(runtime, *, tools=None, toolset=None, tools_allow=None, tools_deny=None,
@@ -113,13 +114,14 @@ def resolve_offered_tools(runtime, *, tools=None, toolset=None, tools_allow=None
         allow = policy_allow
     deny_reasons = {name: "denied by tools_deny" for name in _as_names(tools_deny, "tools_deny") or ()}
     deny_reasons.update({name: "denied by the tool policy" for name in _as_names(policy.get("deny"), "policy 'deny'") or ()})
-    deny_reasons.update({name: "not allowed in unattended mode (no one is here to approve it)"
+    deny_reasons.update({name: "not allowed in unattended mode (on the unattended deny list)"
                          for name in unattended_deny(runtime)})
     source = policy.get("source") or getattr(runtime, "source", None)
+    unattended = bool(getattr(runtime, "unattended", False))
 
     offered = OfferedTools()
     for tool in candidates:
-        reason = _unavailable(tool, allow, deny_reasons, source)
+        reason = _unavailable(tool, allow, deny_reasons, source, unattended)
         if reason is None:
             offered.tools[tool.tool_name] = tool
         else:
@@ -127,7 +129,8 @@ def resolve_offered_tools(runtime, *, tools=None, toolset=None, tools_allow=None
     return offered
 
 
-def _unavailable(tool, allow: Optional[set], deny_reasons: dict, source: Optional[str]) -> Optional[str]:
+def _unavailable(tool, allow: Optional[set], deny_reasons: dict, source: Optional[str],
+                 unattended: bool) -> Optional[str]:
     """Why `tool` is not offered, or None when it is."""
     name = tool.tool_name
     if allow is not None and name not in allow:
@@ -135,6 +138,8 @@ def _unavailable(tool, allow: Optional[set], deny_reasons: dict, source: Optiona
     if name in deny_reasons:
         return deny_reasons[name]
     options = tool.options
+    if unattended and options.requires_approval is True:
+        return "not allowed in unattended mode: it requires approval, and no one is here to approve it"
     missing = [var for var in options.requires_env if not os.environ.get(var)]
     if missing:
         return f"needs environment variable(s) {', '.join(missing)}"

@@ -417,3 +417,14 @@ def test_a_huge_error_message_is_cut_like_a_result():
     _, results, _ = run([call("noisy"), "ok"], tools=[noisy])
     assert results[0].startswith("Error: RuntimeError: <html>xxx") and results[0].endswith("x</html>")
     assert "characters cut from the middle" in results[0] and len(results[0]) < 300
+
+
+def test_an_unregistered_tool_that_requires_approval_is_not_offered_when_unattended():
+    @function(requires_approval=True, register_globally=False)
+    def wire_money(amount: int) -> str:
+        """Send money."""
+        return "sent"
+
+    _, results, provider = run([call("wire_money", amount=5), "ok"], tools=[wire_money], unattended=True)
+    assert provider.requests[0]["tools"] == []
+    assert "not allowed in unattended mode" in results[0] and "requires approval" in results[0]
