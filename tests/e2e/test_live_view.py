@@ -255,3 +255,24 @@ def test_a_selected_call_stays_in_view_while_new_nodes_arrive(page):
     expect(page.locator("[data-role=follow]")).not_to_be_checked()
     page.click("[data-role=stop]")
     expect(session_status(page)).to_have_text("cancelled")
+
+
+def test_the_gauge_figures_stay_on_one_line_on_a_narrow_screen(page, user):
+    session = make_session(user, function="runaway_agent", status="completed", rev=6, node_count=6)
+    parent = None
+    for level in range(1, 6):
+        parent = Node.objects.create(session=session, seq=level - 1, parent=parent, kind="code", name="runaway_agent",
+                                     status="completed", depth=level, name_depth=level, input={}, rev=level)
+    Node.objects.create(session=session, seq=5, parent=parent, kind="code", name="runaway_agent", status="refused",
+                        depth=6, name_depth=6, input={}, rev=6, error="RecursionError: runaway_agent nested 6 times")
+    page.set_viewport_size({"width": 700, "height": 900})
+    page.goto(f"/sessions/{session.id}/")
+    gauge = page.locator("[data-role=gauge]")
+    expect(gauge.locator("[data-role=name-depth]")).to_have_text("5 / 5")
+    for element in [gauge.locator("[data-role=name-depth]"), gauge.locator(".flag-ceiling")]:
+        lines = element.evaluate("""(element) => {
+          const range = document.createRange();
+          range.selectNodeContents(element);
+          return new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size;
+        }""")
+        assert lines == 1
