@@ -106,6 +106,11 @@ def watch(session_id) -> Iterator[StopSignal]:
     _ensure_watcher()
     token = _current_signal.set(signal)
     try:
+        # A stop persisted before the signal was registered (between a run's claim and here) found
+        # nothing to signal, and the watcher may poll only after the run's first calls; any later stop
+        # finds the signal registered.
+        if Session.objects.filter(pk=signal.session_id, cancel_requested=True).exists():
+            signal.set(STOPPED)
         yield signal
     finally:
         _current_signal.reset(token)

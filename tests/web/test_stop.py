@@ -63,6 +63,25 @@ def test_a_queued_session_with_a_persisted_stop_is_cancelled_when_picked_up(user
 
 # --- while it runs -----------------------------------------------------------------------------------
 
+@pytest.mark.django_db
+def test_stop_between_claim_and_first_call_is_not_lost(user, test_functions, monkeypatch):
+    # The stop lands after the run claimed the session (running) but before its signal exists, so
+    # signalling it in this process finds nothing; the persisted flag must still stop the first call.
+    session = Session.objects.create(owner=user, function="echo", args={"text": "hi"})
+    claim = runs._claim
+
+    def claim_then_stop(session_id):
+        claimed = claim(session_id)
+        assert runs.request_stop(session_id).status == "running"
+        return claimed
+
+    monkeypatch.setattr(runs, "_claim", claim_then_stop)
+    runs.run_session(session.pk)
+    session.refresh_from_db()
+    assert session.status == "cancelled" and session.result is None
+    assert_nothing_left_running(session)
+
+
 @pytest.mark.django_db(transaction=True)
 def test_stop_during_a_run_cancels_it_and_every_open_node(api, user):
     session = launch(user, "slow_count", {"n": 200, "delay_s": 0.05})
