@@ -9,6 +9,9 @@ from .errors import ToolRegistrationError
 
 
 class Registry:
+    """Tools by name. Changes replace the dict (copy-on-write), so a listing running in another
+    thread while a module registering its tools is imported never sees the dict change under it."""
+
     def __init__(self) -> None:
         self._tools: dict[str, object] = {}
         self._lock = threading.Lock()
@@ -27,11 +30,12 @@ class Registry:
                     f"tool name {name!r} is already registered by {existing.origin}; "
                     f"{tool.origin} cannot take it. Pass name='...' to one of them, or "
                     f"register_globally=False to keep one out of the registry.")
-            self._tools[name] = tool
+            self._tools = {**self._tools, name: tool}
 
     def unregister(self, name: str) -> None:
         with self._lock:
-            self._tools.pop(name, None)
+            if name in self._tools:
+                self._tools = {n: t for n, t in self._tools.items() if n != name}
 
     def get(self, name: str):
         return self._tools.get(name)

@@ -227,3 +227,23 @@ def test_function_decorator_makes_a_leaf_tool_without_guard():
 
     assert not leaf.agentic
     assert leaf(1) == {}  # no per-name depth counted for a leaf tool
+
+
+def test_a_tool_registered_while_a_toolset_is_being_listed_does_not_break_the_listing():
+    from runtime.options import ToolOptions
+
+    class Stub:
+        def __init__(self, name, on_options=None):
+            self.tool_name, self.origin, self._on_options = name, f"tests.{name}", on_options
+
+        @property
+        def options(self):
+            if self._on_options:
+                self._on_options()  # as another thread importing a module of tools would, mid-listing
+            return ToolOptions(toolset=("x",))
+
+    late = Stub("late")
+    with registry.isolated({}):
+        registry.register(Stub("early", on_options=lambda: registry.register(late)))
+        assert [t.tool_name for t in registry.toolset("x")] == ["early"]
+        assert registry.get("late") is late
