@@ -221,6 +221,11 @@ def test_the_keyboard_walks_the_tree_into_folded_groups(page, user):
     page.keyboard.press("ArrowDown")  # into the folded group, which unfolds
     expect(rows(page, ".group")).to_have_attribute("aria-expanded", "true")
     expect(page.locator("[data-role=details] .facts")).to_contain_text("#1")
+    # Screen readers follow the selection through the focused tree, and hear each row's level.
+    active = page.locator("[data-role=tree]").get_attribute("aria-activedescendant")
+    expect(page.locator(f"#{active}")).to_have_class(re.compile("is-selected"))
+    expect(page.locator(f"#{active}")).to_have_attribute("aria-level", "3")
+    expect(rows(page, ".group")).to_have_attribute("aria-level", "2")
     page.keyboard.press("ArrowUp")
     page.keyboard.press("ArrowUp")  # the open group's header is passed over
     expect(rows(page, ".is-selected .name")).to_have_text("slow_count")

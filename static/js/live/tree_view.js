@@ -64,6 +64,10 @@ export class TreeView {
     // Keep document order equal to visual order, for screen readers and keyboard users.
     const children = this.canvas.children;
     if (ordered.some((element, i) => children[i] !== element)) this.canvas.replaceChildren(...ordered);
+    // Rows are not focusable themselves: the focused scroller points screen readers at the selection.
+    const selected = this.selectedId === null ? null : this.drawn.get(`n${this.selectedId}`);
+    if (selected) this.scroller.setAttribute("aria-activedescendant", selected.element.id);
+    else this.scroller.removeAttribute("aria-activedescendant");
   }
 
   /** What a row shows, as a string: the row is redrawn only when this changes. */
@@ -96,7 +100,8 @@ export class TreeView {
     if (atCeiling) classes.push("at-ceiling");
     if (node.status === "refused" && /budget/i.test(node.error)) classes.push("budget-breach");
     return el("div", {
-      class: classes.join(" "), style, role: "treeitem", "aria-selected": node.id === this.selectedId ? "true" : "false",
+      class: classes.join(" "), style, id: `tree-row-${row.key}`, role: "treeitem", "aria-level": row.level + 1,
+      "aria-selected": node.id === this.selectedId ? "true" : "false",
       "aria-expanded": hasChildren ? String(!collapsed) : null, dataset: {id: node.id, key: row.key},
     },
     el("span", {class: "twisty", dataset: {action: hasChildren ? "toggle" : ""}, text: hasChildren ? (collapsed ? "▸" : "▾") : ""}),
@@ -114,7 +119,8 @@ export class TreeView {
   drawGroup(row, style) {
     const open = this.model.openGroups.has(row.key);
     const counts = this.model.statusCounts(row.ids);
-    return el("div", {class: "row group", style, role: "treeitem", "aria-expanded": String(open), dataset: {group: row.key, key: row.key}},
+    return el("div", {class: "row group", style, id: `tree-row-${row.key}`, role: "treeitem",
+      "aria-level": row.level + 1, "aria-expanded": String(open), dataset: {group: row.key, key: row.key}},
       el("span", {class: "twisty", dataset: {action: "toggle-group"}, text: open ? "▾" : "▸"}),
       el("span", {class: "icon", text: "≡"}),
       el("span", {class: "name", text: `${row.name} ×${row.ids.length}`}),
