@@ -84,8 +84,10 @@ def test_stop_between_claim_and_first_call_is_not_lost(user, test_functions, mon
 
 @pytest.mark.django_db(transaction=True)
 def test_stop_during_a_run_cancels_it_and_every_open_node(api, user):
-    session = launch(user, "slow_count", {"n": 200, "delay_s": 0.05})
-    started_counting(session)
+    # Long steps, so the stop lands inside one rather than in the instant between two (where no
+    # count_step would be open and the last one would have completed).
+    session = launch(user, "slow_count", {"n": 200, "delay_s": 5})
+    started_counting(session, steps=1)
     body = api.post(f"/api/sessions/{session.pk}/stop/").json()
     assert body["cancel_requested"] is True
     wait_for_end(session)
