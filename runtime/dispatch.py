@@ -79,7 +79,15 @@ class ResultCache:
 
 def results_dir(runtime) -> Path:
     configured = getattr(runtime, "results_dir", None) or os.environ.get("OPENPROGRAM_RESULTS_DIR")
-    return Path(configured) if configured else Path(tempfile.gettempdir()) / "openprogram-results"
+    if configured:
+        return Path(configured)
+    # The shared temp directory: anyone can create a directory there first and then swap the files
+    # a model is told to read, so use one per user and only if that user owns it.
+    directory = Path(tempfile.gettempdir()) / f"openprogram-results-{os.getuid()}"
+    directory.mkdir(exist_ok=True, mode=0o700)
+    if directory.lstat().st_uid != os.getuid() or directory.is_symlink():
+        raise PermissionError(f"{directory} belongs to another user; set OPENPROGRAM_RESULTS_DIR to a directory of yours")
+    return directory
 
 
 def persist_result(directory: Path, tool_name: str, text: str) -> Path:

@@ -428,3 +428,25 @@ def test_an_unregistered_tool_that_requires_approval_is_not_offered_when_unatten
     _, results, provider = run([call("wire_money", amount=5), "ok"], tools=[wire_money], unattended=True)
     assert provider.requests[0]["tools"] == []
     assert "not allowed in unattended mode" in results[0] and "requires approval" in results[0]
+
+
+def test_persist_full_refuses_a_default_results_directory_someone_else_created(tmp_path, monkeypatch):
+    import os
+    import tempfile
+
+    import runtime.dispatch as dispatch
+
+    monkeypatch.delenv("OPENPROGRAM_RESULTS_DIR", raising=False)
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.setattr(dispatch.os, "getuid", lambda: os.stat(tmp_path).st_uid + 1)  # we are not its owner
+    squatted = tmp_path / f"openprogram-results-{dispatch.os.getuid()}"
+    squatted.mkdir()
+
+    @function(max_result_chars=50, persist_full=True)
+    def big() -> str:
+        """Big."""
+        return "x" * 500
+
+    _, results, _ = run([call("big"), "ok"], tools=[big])
+    assert "saving the full result failed" in results[0] and "belongs to another user" in results[0]
+    assert list(squatted.iterdir()) == []
