@@ -48,11 +48,12 @@ class Provider:
 def split_model_spec(spec: str) -> tuple[Optional[str], Optional[str]]:
     """`"openai:gpt-4o"` -> ("openai", "gpt-4o"); `"sim"` -> ("sim", None); `"gpt-4o"` -> (None, "gpt-4o").
 
-    The part before the first colon names a provider when it is a built-in name or a dotted path.
+    The part before the first colon names a provider when it is a built-in name or a dotted path of
+    identifiers; so a model name with a version and a tag (Ollama's `llama3.1:8b`) stays a model name.
     """
     spec = spec.strip()
     head, sep, tail = spec.partition(":")
-    if head in BUILTIN_PROVIDERS or "." in head and head.replace(".", "").replace("_", "").isalnum():
+    if head in BUILTIN_PROVIDERS or "." in head and all(part.isidentifier() for part in head.split(".")):
         return head, (tail or None) if sep else None
     return None, spec or None
 

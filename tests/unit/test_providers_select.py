@@ -85,3 +85,11 @@ def test_anthropic_without_a_key_says_which_variable_to_set(env):
     env.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
     with pytest.raises(Exception, match="set ANTHROPIC_API_KEY"):
         Runtime(model="anthropic:claude-sonnet-4-5").llm("hi")
+
+
+def test_a_model_name_with_a_version_and_a_tag_is_not_taken_for_a_provider_path(env):
+    env.setenv("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")
+    assert resolve_model("llama3.1:8b") == ("openai", "llama3.1:8b")
+    assert resolve_model("openai:qwen2.5:7b") == ("openai", "qwen2.5:7b")
+    assert resolve_model("tests.unit.test_providers_select.MyProvider:x")[0] == \
+        "tests.unit.test_providers_select.MyProvider"
