@@ -32,17 +32,31 @@ async function followUntilEnded(row) {
   }
 }
 
+/** Say why a stop failed next to its button ("" removes the message). */
+function showStopError(row, message) {
+  let note = row.querySelector("[data-role=stop-error]");
+  if (!note && message) {
+    note = document.createElement("div");
+    note.className = "form-errors small";
+    note.dataset.role = "stop-error";
+    note.setAttribute("role", "alert");
+    row.querySelector(".actions").append(note);
+  }
+  if (note) note.textContent = message;
+}
+
 table?.addEventListener("click", async (event) => {
   const button = event.target.closest("[data-role=stop]");
   if (!button) return;
   const row = button.closest("tr");
   button.disabled = true;
+  showStopError(row, "");
   showStatus(row, {status: row.dataset.status, cancel_requested: true}, true);
   try {
     if (!showStatus(row, await stopSession(button.dataset.stopUrl), true)) await followUntilEnded(row);
   } catch (error) {
     button.disabled = false;
-    button.title = error.message;
     showStatus(row, {status: row.dataset.status, cancel_requested: false}, false);
+    showStopError(row, `Stop failed: ${error.message}`);
   }
 });

@@ -281,3 +281,16 @@ def test_the_gauge_figures_stay_on_one_line_on_a_narrow_screen(page, user):
           return new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size;
         }""")
         assert lines == 1
+
+
+def test_a_failed_stop_on_the_list_says_why(page, user):
+    session = make_session(user, function="slow_count", status="running", rev=1)
+    page.route("**/api/sessions/*/stop/", lambda route: route.fulfill(
+        status=503, content_type="application/json", body='{"detail": "the server is restarting"}'))
+    page.goto("/sessions/")
+    row = page.locator(f"tr[data-session='{session.id}']")
+    row.locator("[data-role=stop]").click()
+    expect(row.locator("[role=alert]")).to_have_text(re.compile(r"Stop failed: .*\(503\): the server is restarting"))
+    expect(row.locator("[data-role=status]")).to_have_text("running")
+    expect(row.locator("[data-role=stop]")).to_be_enabled()
+    page.js_errors.clear()  # the browser logs the 503 itself
