@@ -137,7 +137,7 @@ def _list_item(line: str, item_type: str | None, number: int) -> Any:
 
 
 def from_form_text(param: Param, text: Any) -> Any:
-    """The JSON value a widget's text stands for, OMIT for an empty required field, or FormValueError."""
+    """The JSON value a widget's text stands for, OMIT to leave the argument out, or FormValueError."""
     if param.kind == "bool":
         return bool(text)
     text = "" if text is None else text
@@ -146,6 +146,8 @@ def from_form_text(param: Param, text: Any) -> Any:
             return None
         if param.required:
             return OMIT  # the schema check reports it as required, in the same words as the API
+        if not param.has_default:
+            return OMIT  # its default is not JSON, so the form could not show it: the function's applies
         if param.kind == "text":
             return text  # an emptied text field is an edit, not a request for the default
         if param.kind == "list":

@@ -92,6 +92,27 @@ def test_a_cleared_number_or_json_field_is_not_silently_replaced_by_its_default(
     assert form.errors["extra"] == ["enter a value; the default is {}"]
 
 
+class _Unset:
+    """A default that is not JSON: the spec, and so the form, cannot show it."""
+
+
+UNSET = _Unset()
+
+
+def test_an_empty_field_whose_default_the_form_cannot_show_leaves_the_functions_default():
+    from runtime import agentic_function
+
+    @agentic_function(register_globally=False)
+    def tune(steps: int = UNSET, options: dict = UNSET) -> str:
+        """Tune with the given steps and options."""
+        return "tuned"
+
+    form = LaunchForm(tune, data={"steps": "", "options": ""})
+    assert str(form["steps"]).count('value="') == 0  # nothing prefilled: there is no JSON default
+    assert form.is_valid(), form.errors
+    assert form.args == {}  # both left out, so the function's own defaults apply
+
+
 def test_posted_hidden_parameter_is_ignored():
     form = LaunchForm(widgets, data=form_data(secret="injected"))
     assert form.is_valid(), form.errors
