@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from ..messages import ModelReply, ModelRequest, parse_arguments
+from ..retry import ProviderError
 from .sdk import SDKProvider, http_client
 
 
@@ -35,6 +36,8 @@ class OpenAIProvider(SDKProvider):
         return client.chat.completions.create(**kwargs)
 
     def parse(self, response: Any) -> ModelReply:
+        if not response.choices:  # some servers answer a filtered or failed generation with none
+            raise ProviderError(self.name, "the response has no choices (nothing was generated)", status=200)
         message = response.choices[0].message
         # Some local servers send no call ids; the protocol needs one to pair each result with its call.
         calls = [parse_arguments(call.id or f"call_{index}", call.function.name, call.function.arguments)

@@ -159,3 +159,13 @@ def test_the_callers_deadline_bounds_the_attempts_and_the_retries(wire):
         with pytest.raises(ProviderError, match=r"timed out after 0.2s"):
             provider.complete(request)
     assert len(server.requests) == 1  # a retry would start after the 0.2 s the caller has left
+
+
+def test_an_openai_answer_without_choices_is_an_error_naming_the_provider():
+    body = {"id": "chatcmpl-fake", "object": "chat.completion", "created": 1700000000, "model": "fake-model",
+            "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 0, "total_tokens": 3}}
+    with FakeServer([(200, body)]) as server:
+        provider, _ = make("openai", server)
+        with pytest.raises(ProviderError, match=r"openai model call failed: HTTP 200: the response has no choices"):
+            ask(provider)
+    assert len(server.requests) == 1
