@@ -31,9 +31,14 @@ def _secret_key() -> str:
     if os.environ.get("SECRET_KEY"):
         return os.environ["SECRET_KEY"]
     path = VAR_DIR / "secret_key"
-    if not path.exists():
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
+    try:
+        # Created 0600 from the start (not chmod-ed after writing), so it is never readable by others.
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(secrets.token_urlsafe(50))
     return path.read_text().strip()
 
 

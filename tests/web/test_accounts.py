@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import os
 import stat
 
 import pytest
@@ -90,3 +91,23 @@ def test_ensure_local_user_leaves_existing_accounts_alone(var_dir, user, django_
     call_command("ensure_local_user", stdout=out)
     assert django_user_model.objects.count() == 1 and not credentials_file().exists()
     assert "no local user was created" in out.getvalue()
+
+
+def test_generated_secret_key_file_is_private_from_its_creation(tmp_path, monkeypatch):
+    import pathlib
+
+    from openprogram_web import settings as project_settings
+
+    monkeypatch.delenv("SECRET_KEY", raising=False)
+    monkeypatch.setattr(project_settings, "VAR_DIR", tmp_path)
+    # A chmod after writing would leave the key readable by others in between: the mode must come
+    # from the file's creation, whatever the umask.
+    monkeypatch.setattr(pathlib.Path, "chmod", lambda self, mode: None)
+    previous = os.umask(0)
+    try:
+        key = project_settings._secret_key()
+    finally:
+        os.umask(previous)
+    path = tmp_path / "secret_key"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert len(key) > 40 and project_settings._secret_key() == key  # generated once, then reused
