@@ -56,7 +56,7 @@ services:
 browser:
 	@bash bin/ensure-browser
 
-bench: setup services
+bench: setup services browser
 	@for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
 clean:

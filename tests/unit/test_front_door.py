@@ -76,3 +76,14 @@ def test_run_on_a_busy_port_leaves_the_serving_servers_runs_alone(tmp_path):
     assert done.returncode != 0
     assert f"127.0.0.1:{port}" in done.stderr and "make run PORT=" in done.stderr
     assert "interrupt_orphaned_runs" not in log.read_text()
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_bench_installs_the_browser_its_page_load_bench_drives(tmp_path):
+    # bench_render.py drives Chromium; on a fresh machine `make bench` must fetch it as `make test` does.
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / ".requirements-installed").touch()
+    planned = subprocess.run(["make", "-n", "-C", str(REPO), f"VENV={venv}", "bench"],
+                             capture_output=True, text=True, check=True).stdout
+    assert "bin/ensure-browser" in planned
