@@ -37,6 +37,9 @@ def session_list(request):
     page = Paginator(shown.order_by("-created_at"), SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
     for session in page.object_list:
         session.duration_text = run_duration(session)
+        # Between a stop request and the run's end, as the live page and the list's script show it.
+        stopping = session.cancel_requested and not session.is_terminal
+        session.shown_status = "cancelling" if stopping else session.status
     return render(request, "sessions/list.html", {
         "page": page, "filters": filters, "status": status,
         "terminal": [str(value) for value in Session.TERMINAL]})

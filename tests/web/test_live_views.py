@@ -77,7 +77,7 @@ def test_stop_buttons_only_for_unfinished_runs_and_cancelling_shown(client_ada, 
     rows = {sid: html[html.index(f'data-session="{sid}"'):] for sid in (str(running.id), str(stopping.id), str(done.id))}
     row_end = lambda text: text[:text.index("</tr>")]  # noqa: E731
     assert f'data-stop-url="/api/sessions/{running.id}/stop/"' in row_end(rows[str(running.id)])
-    assert ">cancelling<" in row_end(rows[str(stopping.id)])
+    assert 'class="badge status-cancelling" data-role="status">cancelling<' in row_end(rows[str(stopping.id)])
     assert "data-stop-url" not in row_end(rows[str(done.id)])
 
 
