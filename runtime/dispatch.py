@@ -20,7 +20,6 @@ import tempfile
 import threading
 import time
 import uuid
-from concurrent.futures import FIRST_EXCEPTION
 from concurrent.futures import wait as wait_all
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -195,9 +194,11 @@ class Dispatcher:
         if len(calls) == 1:
             return [self._message(calls[0])]
         futures = [interrupt.spawn(self._message, call) for call in calls]
-        wait_all(futures, return_when=FIRST_EXCEPTION)
-        for future in futures:  # a stop or a budget breach in any call ends the run
-            if future.done() and future.exception() is not None:
+        # All are waited for even when one ends the run (a stop, a budget breach): a call left running
+        # would go on calling models after its run has ended, where no stop button can reach it.
+        wait_all(futures)
+        for future in futures:
+            if future.exception() is not None:
                 raise future.exception()
         return [future.result() for future in futures]
 

@@ -450,3 +450,31 @@ def test_persist_full_refuses_a_default_results_directory_someone_else_created(t
     _, results, _ = run([call("big"), "ok"], tools=[big])
     assert "saving the full result failed" in results[0] and "belongs to another user" in results[0]
     assert list(squatted.iterdir()) == []
+
+
+def test_a_budget_breach_in_one_parallel_call_ends_the_run_only_after_its_siblings():
+    breached, run_ended = threading.Event(), threading.Event()
+    order = []
+
+    @function
+    def sibling() -> str:
+        """Still working when the other call breaches."""
+        assert breached.wait(10)
+        run_ended.wait(0.5)  # a run that does not wait for its calls ends meanwhile
+        order.append("sibling finished")
+        return "late"
+
+    @function
+    def breaching() -> str:
+        """Breaches the budget."""
+        breached.set()
+        raise BudgetExceeded("over", dimension="llm_calls", limit=1, observed=2, path=["breaching"])
+
+    provider = ScriptedProvider([{"tool_calls": [{"name": "sibling"}, {"name": "breaching"}]}, "never"])
+    try:
+        with pytest.raises(BudgetExceeded):
+            Runtime(provider=provider).exec("go", tools=[sibling, breaching])
+    finally:
+        order.append("run ended")
+        run_ended.set()
+    assert order == ["sibling finished", "run ended"]  # nothing of the run is left running after it
