@@ -40,9 +40,26 @@ def size_problem(args) -> str | None:
     return None
 
 
+# The words of Django's own check on form fields, which the form gets before this.
+NUL_PROBLEM = "Null characters are not allowed."
+
+
+def _holds_nul(value) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(key) or _holds_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(item) for item in value)
+    return False
+
+
 def argument_problems(tool, args) -> dict[str, list[str]]:
     """Every problem with `args` for `tool`, by parameter name ("__all__" for the whole)."""
     problems = argument_errors(tool.spec["parameters"], args)
+    if not problems:
+        # PostgreSQL text and jsonb cannot hold NUL: the session could not even be saved.
+        problems = {name: [NUL_PROBLEM] for name, value in args.items() if _holds_nul([name, value])}
     if not problems:
         too_large = size_problem(args)
         if too_large:

@@ -72,6 +72,8 @@ def test_launch_returns_201_with_the_queued_session(api, queued, test_functions,
     ({}, {"text": ["this argument is required"]}),
     ({"text": 5}, {"text": ["expected a string, got int 5"]}),
     ({"text": "x", "loud": True}, {"loud": ["unknown argument; expected one of: text"]}),
+    # PostgreSQL cannot store NUL in text or jsonb: refused like the form refuses it, not a 500.
+    ({"text": "a\u0000b"}, {"text": ["Null characters are not allowed."]}),
 ])
 def test_bad_arguments_are_400_by_parameter(api, queued, test_functions, args, errors):
     response = queued(api, {"function": "echo", "args": args})
