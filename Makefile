@@ -23,10 +23,9 @@ $(STAMP): requirements.txt
 setup: $(STAMP)
 	@$(BIN)/python manage.py migrate --noinput -v 0
 
-run: setup
+run: $(STAMP)
 	@$(BIN)/python bin/ensure-port-free $(HOST) $(PORT)
-	@$(BIN)/python manage.py ensure_local_user
-	@$(BIN)/python manage.py interrupt_orphaned_runs
+	@$(BIN)/python bin/prepare-run
 	$(BIN)/daphne -b $(HOST) -p $(PORT) openprogram_web.asgi:application
 
 # Every test, in three passes: the runtime and Django tests on the embedded default (SQLite, in-memory

@@ -55,27 +55,51 @@ def test_readme_example_module_runs_next_to_the_examples(tmp_path):
     assert "simulated model" in done.stdout
 
 
-@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
-def test_run_on_a_busy_port_leaves_the_serving_servers_runs_alone(tmp_path):
-    # A venv whose commands only log themselves (the port check runs for real), set up already.
+def _logging_venv(tmp_path: Path) -> tuple[Path, Path]:
+    """A set-up venv whose commands only log themselves, except the port check, which runs for real."""
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
     log = tmp_path / "calls.log"
+    log.touch()
     _write_script(venv / "bin" / "python", f'echo "python $*" >> {log}\n'
-                                           f'case "$1" in bin/*) exec {sys.executable} "$@";; esac')
+                                           f'case "$1" in bin/ensure-port-free) exec {sys.executable} "$@";; esac')
     _write_script(venv / "bin" / "daphne", f'echo "daphne $*" >> {log}')
     (venv / ".requirements-installed").touch()
+    return venv, log
 
+
+def _make_run(venv: Path, port: int) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "-C", str(REPO), f"VENV={venv}", "HOST=127.0.0.1", f"PORT={port}", "run"],
+                          capture_output=True, text=True)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_run_on_a_busy_port_leaves_the_serving_servers_runs_alone(tmp_path):
+    venv, log = _logging_venv(tmp_path)
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        done = subprocess.run(["make", "-C", str(REPO), f"VENV={venv}", "HOST=127.0.0.1", f"PORT={port}", "run"],
-                              capture_output=True, text=True)
+        done = _make_run(venv, port)
 
     assert done.returncode != 0
     assert f"127.0.0.1:{port}" in done.stderr and "make run PORT=" in done.stderr
-    assert "interrupt_orphaned_runs" not in log.read_text()
+    assert log.read_text().splitlines() == [f"python bin/ensure-port-free 127.0.0.1 {port}"]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_run_starts_django_once_before_serving(tmp_path):
+    # Each Django start-up costs about a second; a second `make run` should not pay it three times.
+    venv, log = _logging_venv(tmp_path)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+
+    done = _make_run(venv, port)
+
+    assert done.returncode == 0, done.stderr
+    calls = [line for line in log.read_text().splitlines() if "ensure-port-free" not in line]
+    assert calls == ["python bin/prepare-run", f"daphne -b 127.0.0.1 -p {port} openprogram_web.asgi:application"]
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
