@@ -5,7 +5,6 @@ copied context (asyncio tasks, `contextvars.copy_context().run`) carries it alon
 """
 from __future__ import annotations
 
-import inspect
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -138,7 +137,3 @@ def current_runtime() -> Optional["Runtime"]:
 
 def current_recorder() -> Optional["Recorder"]:
     return _current_recorder.get()
-
-
-def is_async_callable(fn) -> bool:
-    return inspect.iscoroutinefunction(fn)
