@@ -38,6 +38,9 @@ from .recorder import Recorder
 _tool_deadline: contextvars.ContextVar[Optional[tuple]] = contextvars.ContextVar("openprogram_tool_deadline", default=None)
 
 PROPAGATE = (CancelledError, BudgetExceeded)
+# A reply may ask for any number of tool calls; each runs in a thread of its own, so at most this many
+# run at once (the rest follow in further waves).
+MAX_PARALLEL_CALLS = 16
 
 
 class ToolTimeoutError(TimeoutError):
@@ -193,13 +196,16 @@ class Dispatcher:
         """Tool-result messages for `calls`, in call order."""
         if len(calls) == 1:
             return [self._message(calls[0])]
-        futures = [interrupt.spawn(self._message, call) for call in calls]
-        # All are waited for even when one ends the run (a stop, a budget breach): a call left running
-        # would go on calling models after its run has ended, where no stop button can reach it.
-        wait_all(futures)
-        for future in futures:
-            if future.exception() is not None:
-                raise future.exception()
+        futures = []
+        for start in range(0, len(calls), MAX_PARALLEL_CALLS):
+            wave = [interrupt.spawn(self._message, call) for call in calls[start:start + MAX_PARALLEL_CALLS]]
+            # All are waited for even when one ends the run (a stop, a budget breach): a call left
+            # running would go on calling models after its run has ended, out of a stop's reach.
+            wait_all(wave)
+            for future in wave:
+                if future.exception() is not None:
+                    raise future.exception()
+            futures += wave
         return [future.result() for future in futures]
 
     def _message(self, call: ToolCall) -> dict:

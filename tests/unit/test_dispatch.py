@@ -478,3 +478,35 @@ def test_a_budget_breach_in_one_parallel_call_ends_the_run_only_after_its_siblin
         order.append("run ended")
         run_ended.set()
     assert order == ["sibling finished", "run ended"]  # nothing of the run is left running after it
+
+
+def test_a_reply_asking_for_many_calls_runs_them_a_bounded_number_at_a_time(monkeypatch):
+    import runtime.dispatch as dispatch
+
+    pending, peak = [], []
+
+    def spawn(fn, *args):  # a future that runs only when waited for, so none finishes early
+        from concurrent.futures import Future
+        future = Future()
+        pending.append((future, fn, args))
+        peak.append(len(pending))
+        return future
+
+    def wait_all(futures):
+        for future, fn, args in list(pending):
+            future.set_result(fn(*args))
+        pending.clear()
+
+    monkeypatch.setattr(dispatch.interrupt, "spawn", spawn)
+    monkeypatch.setattr(dispatch, "wait_all", wait_all)
+    monkeypatch.setattr(dispatch, "MAX_PARALLEL_CALLS", 3)
+
+    @function
+    def echo(n: int) -> str:
+        """Echo."""
+        return f"e{n}"
+
+    calls = {"tool_calls": [{"name": "echo", "arguments": {"n": i}} for i in range(7)]}
+    _, results, _ = run([calls, "done"], tools=[echo])
+    assert results == [f"e{i}" for i in range(7)]
+    assert max(peak) == 3
