@@ -45,6 +45,7 @@ def import_session(data: Any, owner) -> Session:
         if "created_at" in session_fields:  # auto_now_add ignores the given value on create
             Session.objects.filter(pk=session.pk).update(created_at=session_fields["created_at"])
         nodes, parent_seqs = [], []
+        seq_of_id: dict = {}  # the exported ids seen so far: a parent is always written before its children
         for index, item in enumerate(nodes_data):
             where = f"nodes[{index}]"
             if not isinstance(item, dict):
@@ -54,7 +55,9 @@ def import_session(data: Any, owner) -> Session:
                                          f"got {item.get('seq')!r}")
             nodes.append(Node(session=session, seq=index,
                               **{name: _field(item, name, where) for name in _NODE_FIELDS if name in item}))
-            parent_seqs.append(_parent_seq(item, nodes_data, index, where))
+            parent_seqs.append(_parent_seq(item, seq_of_id, where))
+            if isinstance(item.get("id"), (int, str)):
+                seq_of_id[item["id"]] = index
         Node.objects.bulk_create(nodes)
         # bulk_create does not return ids everywhere, so read them back by seq.
         ids = dict(Node.objects.filter(session=session).values_list("seq", "id"))
@@ -86,13 +89,12 @@ def _check_document(data: Any) -> tuple[dict, list]:
     return data["session"], data["nodes"]
 
 
-def _parent_seq(item: dict, nodes_data: list, index: int, where: str) -> Optional[int]:
+def _parent_seq(item: dict, seq_of_id: dict, where: str) -> Optional[int]:
     parent = item.get("parent")
     if parent is None:
         return None
-    for earlier in range(index - 1, -1, -1):  # a parent is always written before its children
-        if nodes_data[earlier].get("id") == parent:
-            return earlier
+    if isinstance(parent, (int, str)) and parent in seq_of_id:
+        return seq_of_id[parent]
     raise SessionImportError(f"{where}.parent {parent!r} names no earlier node's id")
 
 

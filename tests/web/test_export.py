@@ -107,3 +107,31 @@ def test_import_rejects_a_malformed_document_naming_the_field(recorded_session, 
     with pytest.raises(SessionImportError, match=message):
         import_session(document, recorded_session.owner)
     assert owner_sessions.count() == sessions_before  # nothing half-imported
+
+
+class _CountingNode(dict):
+    """An exported node that counts how often the importer reads its id."""
+
+    reads = 0
+
+    def get(self, key, default=None):
+        if key == "id":
+            _CountingNode.reads += 1
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        if key == "id":
+            _CountingNode.reads += 1
+        return super().__getitem__(key)
+
+
+def test_import_finds_parents_without_rescanning_earlier_nodes(user):
+    # A flat run (one caller, many calls: slow_count) used to cost a scan back to the caller per node,
+    # quadratic in the node count: seconds at 10,000 nodes.
+    count = 300
+    nodes = [_CountingNode(id=1000 + seq, seq=seq, parent=None if seq == 0 else 1000, kind="code",
+                           name="step", status="completed") for seq in range(count)]
+    _CountingNode.reads = 0
+    copy = import_session({"version": 1, "session": {"function": "slow_count"}, "nodes": nodes}, user)
+    assert copy.nodes.filter(parent__isnull=False).count() == count - 1
+    assert _CountingNode.reads <= 2 * count
