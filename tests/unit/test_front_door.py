@@ -111,3 +111,11 @@ def test_bench_installs_the_browser_its_page_load_bench_drives(tmp_path):
     planned = subprocess.run(["make", "-n", "-C", str(REPO), f"VENV={venv}", "bench"],
                              capture_output=True, text=True, check=True).stdout
     assert "bin/ensure-browser" in planned
+
+
+def test_every_setting_read_from_the_environment_is_in_the_readme():
+    settings = (REPO / "openprogram_web" / "settings.py").read_text()
+    names = set(re.findall(r'environ(?:\.get)?[\[(]"([A-Z_]+)"', settings))
+    names |= set(re.findall(r'env_(?:bool|list)\("([A-Z_]+)"', settings))
+    readme = (REPO / "README.md").read_text()
+    assert names and not {name for name in names if f"`{name}`" not in readme}
