@@ -93,6 +93,7 @@ def configured_model() -> str:
 
 def launch(owner, function: str, args) -> Session:
     """Create the session and submit it to the configured executor (after the row is committed)."""
+    executor = get_executor()  # first: a misconfigured executor must not leave a session queued forever
     session = create_session(owner, function, args)
-    get_executor().submit(session.pk)
+    executor.submit(session.pk)
     return session

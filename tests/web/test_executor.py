@@ -5,7 +5,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from dag.executor import Executor, InProcessExecutor, get_executor
-
+from dag.launch import launch
+from dag.models import Session
 
 
 class RecordingExecutor(Executor):
@@ -47,3 +48,11 @@ def test_a_wrong_setting_is_named(settings, path, error, message):
 def test_a_pool_needs_a_worker():
     with pytest.raises(ValueError, match="OPENPROGRAM_EXECUTOR_WORKERS must be at least 1"):
         InProcessExecutor(workers=0)
+
+
+@pytest.mark.django_db
+def test_a_wrong_setting_fails_the_launch_before_a_session_is_saved(settings, user, test_functions):
+    settings.OPENPROGRAM_EXECUTOR = "dag.executor.NoSuchExecutor"
+    with pytest.raises(ImportError, match="OPENPROGRAM_EXECUTOR"):
+        launch(user, "echo", {"text": "x"})
+    assert not Session.objects.filter(owner=user).exists()  # no session left queued with no run
