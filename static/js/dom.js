@@ -34,8 +34,8 @@ export function formatDuration(ms) {
   if (ms === null || ms === undefined) return "";
   if (ms < 1000) return `${ms} ms`;
   if (ms < 60000) return `${(ms / 1000).toFixed(ms < 10000 ? 2 : 1)} s`;
-  const minutes = Math.floor(ms / 60000);
-  return `${minutes} m ${Math.round((ms % 60000) / 1000)} s`;
+  const seconds = Math.round(ms / 1000); // rounded before splitting: 119.7 s is "2 m 0 s", not "1 m 60 s"
+  return `${Math.floor(seconds / 60)} m ${seconds % 60} s`;
 }
 
 /** Milliseconds from an ISO start to an ISO end (or now, for something still running). */

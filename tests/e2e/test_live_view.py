@@ -294,3 +294,12 @@ def test_a_failed_stop_on_the_list_says_why(page, user):
     expect(row.locator("[data-role=status]")).to_have_text("running")
     expect(row.locator("[data-role=stop]")).to_be_enabled()
     page.js_errors.clear()  # the browser logs the 503 itself
+
+
+def test_durations_read_as_minutes_and_seconds(page):
+    page.goto("/sessions/")
+    formatted = page.evaluate("""async () => {
+      const {formatDuration} = await import("/static/js/dom.js");
+      return [320, 4250, 125000, 119700].map(formatDuration);
+    }""")
+    assert formatted == ["320 ms", "4.25 s", "2 m 5 s", "2 m 0 s"]
