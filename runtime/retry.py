@@ -29,6 +29,20 @@ class ProviderError(RuntimeError):
         self.retryable = retryable
 
 
+def env_number(name: str, default, kind: type = float):
+    """A number from the environment variable `name` (unset or blank: `default`); a bad value names it."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise ValueError(f"environment variable {name}={raw!r} is not a valid {kind.__name__}") from None
+    if value < 0:
+        raise ValueError(f"environment variable {name}={raw!r} must not be negative")
+    return value
+
+
 def is_retryable_status(status: Optional[int]) -> bool:
     """429 and 5xx are worth another try; no status means the request never got an answer."""
     return status is None or status == 429 or status >= 500
@@ -47,8 +61,8 @@ class RetryPolicy:
 
     @classmethod
     def from_env(cls) -> "RetryPolicy":
-        return cls(max_retries=int(os.environ.get("OPENPROGRAM_MODEL_RETRIES", "3")),
-                   max_total_s=float(os.environ.get("OPENPROGRAM_MODEL_RETRY_TOTAL_S", "300")))
+        return cls(max_retries=env_number("OPENPROGRAM_MODEL_RETRIES", 3, int),
+                   max_total_s=env_number("OPENPROGRAM_MODEL_RETRY_TOTAL_S", 300.0, float))
 
     def delay(self, retry_index: int) -> float:
         return min(self.max_delay_s, self.base_delay_s * self.factor ** retry_index)

@@ -5,7 +5,7 @@ import os
 from typing import Any, Optional
 
 from ..messages import ModelReply, ModelRequest, parse_arguments
-from ..retry import ProviderError
+from ..retry import ProviderError, env_number
 from .sdk import SDKProvider, http_client
 
 DEFAULT_MAX_TOKENS = 4096
@@ -19,7 +19,7 @@ class AnthropicProvider(SDKProvider):
 
     def __init__(self, model: Optional[str] = None, *, max_tokens: Optional[int] = None, **kwargs):
         super().__init__(model, **kwargs)
-        self.max_tokens = max_tokens or int(os.environ.get("OPENPROGRAM_MAX_TOKENS", DEFAULT_MAX_TOKENS))
+        self.max_tokens = max_tokens or env_number("OPENPROGRAM_MAX_TOKENS", DEFAULT_MAX_TOKENS, int) or DEFAULT_MAX_TOKENS
 
     def make_client(self, timeout_s: float) -> Any:
         import anthropic

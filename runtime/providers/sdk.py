@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 
 from .. import interrupt
 from ..messages import ModelReply, ModelRequest
-from ..retry import ProviderError, RetryPolicy, call_with_retries, is_retryable_status
+from ..retry import ProviderError, RetryPolicy, call_with_retries, env_number, is_retryable_status
 from .base import Provider
 
 DEFAULT_TIMEOUT_S = 120.0
@@ -55,7 +55,7 @@ class SDKProvider(Provider):
         super().__init__(model)
         self.api_key = api_key or os.environ.get(self.api_key_env) or None
         self.base_url = base_url or os.environ.get(self.base_url_env) or None
-        self.timeout_s = timeout_s or float(os.environ.get("OPENPROGRAM_MODEL_TIMEOUT_S", DEFAULT_TIMEOUT_S))
+        self.timeout_s = timeout_s or env_number("OPENPROGRAM_MODEL_TIMEOUT_S", DEFAULT_TIMEOUT_S) or DEFAULT_TIMEOUT_S
         self.retry = retry or RetryPolicy.from_env()
 
     # -- what a subclass provides -------------------------------------------------------------

@@ -97,3 +97,18 @@ def test_a_retry_gets_only_what_is_left_of_the_callers_timeout(monkeypatch):
     request = ModelRequest(system="", messages=[{"role": "user", "content": "hi"}], timeout_s=10)
     assert provider.complete(request).text == "ok"
     assert timeouts == [10, 2]
+
+
+@pytest.mark.parametrize("name", ["OPENPROGRAM_MODEL_RETRIES", "OPENPROGRAM_MODEL_RETRY_TOTAL_S",
+                                  "OPENPROGRAM_MODEL_TIMEOUT_S"])
+def test_a_bad_number_in_the_environment_is_named(monkeypatch, name):
+    from runtime.providers.openai_provider import OpenAIProvider
+
+    monkeypatch.setenv(name, "three")
+    with pytest.raises(ValueError, match=rf"{name}='three' is not a valid"):
+        OpenAIProvider("m", api_key="k")
+
+
+def test_a_blank_number_in_the_environment_means_the_default(monkeypatch):
+    monkeypatch.setenv("OPENPROGRAM_MODEL_RETRIES", " ")
+    assert RetryPolicy.from_env().max_retries == 3
