@@ -4,10 +4,12 @@ Per call, in order: offered? (else a refusal naming why) -> argument validation 
 approval (refused when unattended) -> `check_fn` -> cache -> run (with `timeout`) -> result text
 cut to `max_result_chars` keeping head and tail (`head_ratio`), the full text saved when
 `persist_full`. Every failure becomes a tool result the model can read, except a stop
-(CancelledError) and a budget breach (BudgetExceeded): those end the run.
+(CancelledError) and a budget breach (BudgetExceeded): those end the run, once the other calls of
+the same reply have finished.
 
-Several calls in one reply run concurrently, each in its own thread with a copy of the caller's
-context (frame, runtime, recorder, budget, recursion depths), so nested calls see the right chain.
+Several calls in one reply run concurrently (at most MAX_PARALLEL_CALLS at once), each in its own
+thread with a copy of the caller's context (frame, runtime, recorder, budget, recursion depths), so
+nested calls see the right chain.
 """
 from __future__ import annotations
 
