@@ -21,17 +21,10 @@ export class SessionStream {
     this.backoffMs = 250;
     this.silenceMs = Math.max(3000, heartbeatS * 3000);
     this.watchdog = null;
-    this.stopped = false;
   }
 
   start() {
     this.connect();
-  }
-
-  stop() {
-    this.stopped = true;
-    clearTimeout(this.watchdog);
-    if (this.socket) this.socket.close(1000);
   }
 
   connect() {
@@ -47,7 +40,6 @@ export class SessionStream {
     socket.onclose = (event) => {
       if (socket !== this.socket) return;
       clearTimeout(this.watchdog);
-      if (this.stopped) return;
       if (FATAL_CODES.has(event.code)) {
         this.handlers.onState("closed", event.code === 4404 ? "This session does not exist or is not yours (are you still logged in?)" : `The stream refused the request: ${event.reason || event.code}`);
         return;
