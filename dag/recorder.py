@@ -22,14 +22,14 @@ from . import revisions
 from .context_render import render_frame_context
 from .loop_offload import LoopOffload
 from .models import Node, Session
-from .values import json_safe
+from .values import clean_text, json_safe
 
 
 def error_text(error: Optional[BaseException]) -> str:
     """"ValueError: the message", as node and session errors show an exception."""
     if error is None:
         return ""
-    message = str(error)
+    message = clean_text(str(error))  # a message quoting binary data must not fail the write
     return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 

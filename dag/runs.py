@@ -16,6 +16,7 @@ from runtime import CancelledError, use_recorder
 from . import catalog, revisions, stop
 from .models import Node, Session
 from .recorder import DjangoRecorder, error_text
+from .values import clean_text
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,7 @@ _NODE_STATUS_AFTER = {
 
 def finish(session_id, status: str, *, result=None, error: str = "") -> bool:
     """Close the session's open nodes and give it terminal `status`; False if it had ended already."""
+    error = clean_text(error)
     revisions.close_open_nodes(session_id, _NODE_STATUS_AFTER[status], error=error)
     return revisions.set_session_status(session_id, status, result=result, error=error)
 

@@ -23,7 +23,7 @@ def json_safe(value: Any) -> Any:
     """`value` if it is JSON already, else a copy where every non-JSON part is a readable stand-in."""
     kind = type(value)
     if kind is str:
-        return _clean_text(value)
+        return clean_text(value)
     if kind in _SCALARS:
         return value
     return _convert(value, 0)
@@ -31,7 +31,7 @@ def json_safe(value: Any) -> Any:
 
 def _convert(value: Any, depth: int) -> Any:
     if isinstance(value, str):
-        return _clean_text(str.__str__(value))  # a subclass's own __str__ may say something else
+        return clean_text(str.__str__(value))  # a subclass's own __str__ may say something else
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, int):
@@ -58,14 +58,14 @@ def _convert(value: Any, depth: int) -> Any:
 
 def _key(key: Any) -> str:
     if isinstance(key, str):
-        return _clean_text(str.__str__(key))
+        return clean_text(str.__str__(key))
     if key is None or isinstance(key, (bool, int, float)):
         return json.dumps(key)  # what json.dumps would have made of it: "null", "true", "3"
     return _stand_in(key)
 
 
-def _clean_text(text: str) -> str:
-    # PostgreSQL text (and so jsonb strings) cannot hold NUL; keep the rest of the string intact.
+def clean_text(text: str) -> str:
+    """`text` without NUL, which PostgreSQL text (and so jsonb strings) cannot hold; the rest intact."""
     return text.replace("\x00", "\ufffd") if "\x00" in text else text
 
 
@@ -78,7 +78,7 @@ def _stand_in(value: Any) -> str:
         text = repr(value)
     except Exception:  # a broken __repr__ must not break recording
         return f"<{cls.__name__}>"
-    return _clean_text(truncate(text, REPR_LIMIT))
+    return clean_text(truncate(text, REPR_LIMIT))
 
 
 def truncate(text: str, limit: int) -> str:

@@ -85,6 +85,26 @@ def test_an_exception_ends_the_node_with_error_and_its_text():
     assert node.finished_at is not None
 
 
+def test_an_error_text_holding_nul_still_ends_the_node_and_the_session():
+    # PostgreSQL text cannot hold NUL: storing the raw message failed the backfill and left the node
+    # (and, through runs.finish, the session) running.
+    from dag import runs
+
+    @agentic_function
+    def reads_binary():
+        raise ValueError("bad byte \x00 in the file")
+
+    session = new_session()
+    with recording(session), pytest.raises(ValueError):
+        reads_binary()
+    [node] = nodes_of(session)
+    assert node.status == "error" and node.error == "ValueError: bad byte \ufffd in the file"
+
+    assert runs.finish(session.pk, Session.Status.ERROR, error="ValueError: bad byte \x00 again")
+    session.refresh_from_db()
+    assert session.status == "error" and session.error == "ValueError: bad byte \ufffd again"
+
+
 def test_a_sixth_nested_self_call_is_recorded_as_refused_under_the_fifth():
     @agentic_function
     def runaway(n: int = 0):
