@@ -303,3 +303,18 @@ def test_durations_read_as_minutes_and_seconds(page):
       return [320, 4250, 125000, 119700].map(formatDuration);
     }""")
     assert formatted == ["320 ms", "4.25 s", "2 m 5 s", "2 m 0 s"]
+
+
+def test_a_stop_that_failed_can_be_retried_from_the_page(page, user):
+    session = make_session(user, function="slow_count", status="running", rev=1)
+    page.route("**/api/sessions/*/stop/", lambda route: route.fulfill(
+        status=503, content_type="application/json", body='{"detail": "try again"}'), times=1)
+    page.goto(f"/sessions/{session.id}/")
+    outcome = page.locator("[data-role=outcome]")
+    page.click("[data-role=stop]")
+    expect(outcome).to_contain_text("Stop failed")
+    expect(session_status(page)).to_have_text("running")
+    page.click("[data-role=stop]")
+    expect(session_status(page)).to_have_text("cancelling")
+    expect(outcome).to_be_hidden()
+    page.js_errors.clear()  # the browser logs the 503 itself

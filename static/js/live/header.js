@@ -30,6 +30,7 @@ export class SessionHeader {
 
   async stop(stopUrl) {
     this.stopPressed = true;
+    if (this.outcome.dataset.stopFailed) this.outcome.hidden = true; // a retry replaces the old failure
     this.render();
     try {
       const session = await stopSession(stopUrl);
@@ -38,6 +39,7 @@ export class SessionHeader {
       this.stopPressed = false;
       this.render();
       this.showOutcome(`Stop failed: ${error.message}`, "error");
+      this.outcome.dataset.stopFailed = "true";
     }
   }
 
@@ -98,6 +100,7 @@ export class SessionHeader {
   }
 
   showOutcome(text, tone) {
+    delete this.outcome.dataset.stopFailed;
     this.outcome.hidden = false;
     this.outcome.className = `session-outcome tone-${tone}`;
     this.outcome.textContent = text;
