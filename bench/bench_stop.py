@@ -26,7 +26,9 @@ TRIALS = int(os.environ.get("BENCH_STOP_TRIALS", "15"))
 POLL_S = 0.002
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "openprogram_web.settings")
-os.environ.setdefault("OPENPROGRAM_VAR_DIR", tempfile.mkdtemp(prefix="bench-stop-"))
+# A scratch var/ (its SQLite database included), removed at exit: never the one `make run` serves.
+SCRATCH = tempfile.TemporaryDirectory(prefix="bench-stop-")
+os.environ["OPENPROGRAM_VAR_DIR"] = SCRATCH.name
 os.environ["OPENPROGRAM_FUNCTION_MODULES"] = "examples.functions,__main__"
 for _key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OPENPROGRAM_MODEL"):
     os.environ.pop(_key, None)  # the offline simulated model

@@ -119,3 +119,15 @@ def test_every_setting_read_from_the_environment_is_in_the_readme():
     names |= set(re.findall(r'env_(?:bool|list)\("([A-Z_]+)"', settings))
     readme = (REPO / "README.md").read_text()
     assert names and not {name for name in names if f"`{name}`" not in readme}
+
+
+def test_stop_bench_leaves_the_users_var_dir_and_no_scratch_behind(tmp_path):
+    mine, scratch_root = tmp_path / "my-var", tmp_path / "tmp"
+    mine.mkdir()
+    scratch_root.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "BENCH_STOP_TRIALS": "1", "OPENPROGRAM_VAR_DIR": str(mine),
+           "TMPDIR": str(scratch_root), "LOG_LEVEL": "WARNING"}
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "bench_stop.py")], env=env, cwd=REPO,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert list(mine.iterdir()) == [] and list(scratch_root.iterdir()) == []
