@@ -216,6 +216,7 @@ def test_the_keyboard_walks_the_tree_into_folded_groups(page, user):
     page.goto(f"/sessions/{session.id}/")
     expect(rows(page, ".group .name")).to_have_text("count_step ×12")
     page.locator("[data-role=tree]").focus()
+    assert page.locator("[data-role=tree]").evaluate("(tree) => getComputedStyle(tree).outlineStyle") != "none"
     page.keyboard.press("ArrowDown")  # nothing selected yet: the first row
     expect(rows(page, ".is-selected .name")).to_have_text("slow_count")
     page.keyboard.press("ArrowDown")  # into the folded group, which unfolds
