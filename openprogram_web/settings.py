@@ -11,8 +11,11 @@ from pathlib import Path
 import dj_database_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("OPENPROGRAM_VAR_DIR", BASE_DIR / "var"))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+VAR_DIR = Path(os.environ.get("OPENPROGRAM_VAR_DIR") or BASE_DIR / "var")
+# The SQLite database (API tokens, password hashes), the secret key and the local user's password live
+# here: a new directory is private to its owner, whatever the umask.
+if not VAR_DIR.exists():
+    VAR_DIR.mkdir(parents=True, mode=0o700)
 
 
 def env_bool(name: str, default: bool) -> bool:
@@ -94,7 +97,7 @@ TEMPLATES = [
 # --- database ---------------------------------------------------------------------------------
 DATABASES = {
     "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}"), conn_max_age=0)
+        os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}", conn_max_age=0)
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Many writers (run threads) and readers (pages, websockets): WAL lets readers proceed during a

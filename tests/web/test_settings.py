@@ -1,0 +1,30 @@
+"""Settings read from the environment: safe defaults on a fresh machine."""
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load_settings(tmp_path, **env):
+    """Import the settings in a child process with `env` and report what they decided."""
+    code = ("from openprogram_web import settings as s; "
+            "print(s.DATABASES['default']['ENGINE']); print(s.VAR_DIR)")
+    clean = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "OPENPROGRAM_VAR_DIR")}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**clean, **env},
+                         capture_output=True, text=True, check=True).stdout.split()
+    return out[0], Path(out[1])
+
+
+def test_a_new_var_directory_is_private_to_its_owner(tmp_path):
+    var = tmp_path / "fresh" / "var"
+    _, where = load_settings(tmp_path, OPENPROGRAM_VAR_DIR=str(var))
+    assert where == var
+    assert stat.S_IMODE(var.stat().st_mode) == 0o700
+
+
+def test_an_empty_database_url_means_the_embedded_default(tmp_path):
+    engine, _ = load_settings(tmp_path, DATABASE_URL="", OPENPROGRAM_VAR_DIR=str(tmp_path / "var"))
+    assert engine == "django.db.backends.sqlite3"
