@@ -65,8 +65,17 @@ def _key(key: Any) -> str:
 
 
 def clean_text(text: str) -> str:
-    """`text` without NUL, which PostgreSQL text (and so jsonb strings) cannot hold; the rest intact."""
-    return text.replace("\x00", "\ufffd") if "\x00" in text else text
+    """`text` as PostgreSQL text (and so jsonb strings) can hold it: NUL and lone UTF-16 surrogates
+    (invalid Unicode, e.g. half of a cut "\\ud83d\\ude00") become U+FFFD; the rest intact."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            # Through UTF-16, a pair of separate surrogates becomes its character; a lone one U+FFFD.
+            text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def _stand_in(value: Any) -> str:

@@ -254,6 +254,22 @@ def test_non_json_arguments_and_results_become_readable_stand_ins():
     assert node.output == {"obj": "<Opaque>", "3": "int key", "nested": ["<bytes: 2 bytes>", [1.5]]}
 
 
+def test_lone_surrogates_in_recorded_text_become_replacement_characters():
+    # Half of a UTF-16 pair (e.g. from a JSON "\\ud83d" cut mid-character) is not valid Unicode text:
+    # PostgreSQL refused the backfill, failing a call that had succeeded. A whole pair is one character.
+    @agentic_function
+    def halves(text: str):
+        return {"cut": "x\ud83d", "whole": "\ud83d\ude00", "key\udc00": "ok"}
+
+    session = new_session()
+    with recording(session):
+        halves("y\udfff")
+    [node] = nodes_of(session)
+    assert node.status == "completed"
+    assert node.input == {"text": "y\ufffd"}
+    assert node.output == {"cut": "x\ufffd", "whole": "\U0001f600", "key\ufffd": "ok"}
+
+
 def test_json_safe_handles_cycles_nul_and_custom_reprs_and_preview_is_short():
     loop = []
     loop.append(loop)
