@@ -76,7 +76,9 @@ def advance(tx: WriteTransaction, session_id, revs: int, nodes: int) -> Optional
     """
     connection = tx.connection
     key = _SESSION_PK.get_db_prep_value(_SESSION_PK.to_python(session_id), connection)
-    update, select = _advance_sql(connection.vendor, connection.vendor in RETURNING_VENDORS)
+    # SQLite has RETURNING from 3.35 (Django 5.2 supports older): Django's INSERT flag tracks that.
+    returning = connection.vendor in RETURNING_VENDORS and connection.features.can_return_columns_from_insert
+    update, select = _advance_sql(connection.vendor, returning)
     cursor = tx.execute(update, [revs, nodes, key])
     if select is not None:
         cursor = tx.execute(select, [key])

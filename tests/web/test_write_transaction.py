@@ -74,3 +74,19 @@ def test_inside_an_atomic_block_the_outer_rollback_covers_it(lean):
 def test_placeholders_follow_the_driver():
     assert placeholders("a = %s AND b = %s", "sqlite") == "a = ? AND b = ?"
     assert placeholders("a = %s", "postgresql") == "a = %s"
+
+
+def test_counters_advance_without_returning_where_the_database_lacks_it(monkeypatch):
+    # SQLite before 3.35 (which Django 5.2 still supports) has no RETURNING: a separate read then.
+    from django.db import connection
+
+    from dag import write_sql
+
+    session = new_session()
+    statements = []
+    monkeypatch.setattr(connection.features, "can_return_columns_from_insert", False)
+    with WriteTransaction() as tx:
+        execute = tx.execute
+        tx.execute = lambda sql, params=(): statements.append(sql) or execute(sql, params)
+        assert write_sql.advance(tx, session.pk, 2, 1) == (2, 1)
+    assert not any("RETURNING" in sql for sql in statements)
