@@ -5,3 +5,6 @@ class DagConfig(AppConfig):
     name = "dag"
     verbose_name = "Session DAG"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from . import checks  # noqa: F401 (registers the system checks)
