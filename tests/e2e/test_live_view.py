@@ -320,3 +320,12 @@ def test_a_stop_that_failed_can_be_retried_from_the_page(page, user):
     expect(session_status(page)).to_have_text("cancelling")
     expect(outcome).to_be_hidden()
     page.js_errors.clear()  # the browser logs the 503 itself
+
+
+def test_a_busy_fold_opens_on_click(page):
+    launch_from_form(page, "slow_count", {"n": 400, "delay_s": 0.05})
+    group = rows(page, ".group")
+    group.click()  # its counts change with every new call while the press is under way
+    expect(group).to_have_attribute("aria-expanded", "true")
+    page.click("[data-role=stop]")
+    expect(session_status(page)).to_have_text("cancelled")

@@ -49,9 +49,11 @@ export class TreeView {
         ordered.push(drawn.element);
         continue;
       }
-      const element = this.draw(row, index);
-      if (drawn) drawn.element.replaceWith(element);
-      else this.canvas.append(element);
+      const fresh = this.draw(row, index);
+      // An updated row keeps its element: a row replaced between a press and its release (a busy
+      // fold redraws many times a second) would lose the click.
+      const element = drawn ? updateInPlace(drawn.element, fresh) : fresh;
+      if (!drawn) this.canvas.append(element);
       this.drawn.set(row.key, {element, signature});
       ordered.push(element);
     }
@@ -191,6 +193,13 @@ export class TreeView {
     if (!center && top >= current && top + ROW_HEIGHT <= current + view) return;
     this.scroller.scrollTop = center ? top - view / 2 : Math.max(0, top - view + ROW_HEIGHT * 2);
   }
+}
+
+function updateInPlace(element, fresh) {
+  for (const {name} of [...element.attributes]) if (!fresh.hasAttribute(name)) element.removeAttribute(name);
+  for (const {name, value} of fresh.attributes) element.setAttribute(name, value);
+  element.replaceChildren(...fresh.childNodes);
+  return element;
 }
 
 function llmPreview(node) {
