@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI served from here, not a CDN (works offline)
     "dag",
 ]
 
@@ -73,6 +74,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "openprogram_web.security.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "openprogram_web.urls"
@@ -139,6 +141,14 @@ LOGOUT_REDIRECT_URL = "/accounts/login/"
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # the tree page's stop button reads it for fetch()
 X_FRAME_OPTIONS = "DENY"
+# Pages load scripts and styles from this origin only; page and model text can never run as script even
+# if a template or a script ever inserted it as HTML. Inline style attributes stay allowed: the live tree
+# indents rows with them.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "connect-src 'self' ws: wss:; object-src 'none'; base-uri 'self'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1_000_000  # launch arguments are small; refuse megabyte bodies
 
@@ -160,6 +170,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Launch agentic functions, read their call DAG, and stop runs.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
 }
 
 # --- OpenProgram ------------------------------------------------------------------------------
