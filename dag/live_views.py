@@ -14,7 +14,7 @@ from django.db.models import Count
 from django.http import HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, render
 
-from runtime.function import _MAX_AGENTIC_RECURSION_DEPTH
+from runtime import max_recursion_depth
 
 from .models import Session
 
@@ -65,6 +65,6 @@ def session_detail(request, session_id: uuid.UUID):
     session = get_object_or_404(Session, pk=session_id, owner=request.user)
     return render(request, "sessions/detail.html", {
         "session": session,
-        "ceiling": _MAX_AGENTIC_RECURSION_DEPTH,
+        "ceiling": max_recursion_depth(),
         "heartbeat_s": getattr(settings, "OPENPROGRAM_WS_HEARTBEAT_S", 5.0),
     })

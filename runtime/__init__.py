@@ -6,7 +6,7 @@ from .budget import Budget
 from .concurrency import submit
 from .errors import BudgetExceeded, CancelledError, ToolArgumentError, ToolRegistrationError
 from . import function  # the module is callable: `@function` is the leaf-tool decorator
-from .function import agentic_function
+from .function import agentic_function, max_recursion_depth
 from .hooks import add_pre_invocation_hook, checkpoint, remove_pre_invocation_hook
 from .recorder import Recorder, use_recorder
 from .registry import registry
@@ -16,5 +16,5 @@ __all__ = [
     "agentic_function", "function", "llm", "Runtime", "create_runtime", "CancelledError",
     "ToolArgumentError", "ToolRegistrationError", "BudgetExceeded", "Budget", "submit",
     "add_pre_invocation_hook", "remove_pre_invocation_hook", "checkpoint", "Recorder", "use_recorder",
-    "registry",
+    "registry", "max_recursion_depth",
 ]

@@ -41,6 +41,11 @@ _depth_get, _depth_set, _depth_reset = _recursion_depth.get, _recursion_depth.se
 _recorder_get, _budget_get, _runtime_get = _current_recorder.get, _current_budget.get, _current_runtime.get
 
 
+def max_recursion_depth() -> int:
+    """The per-name depth ceiling in force: how many nested frames of one name run before the next is refused."""
+    return _MAX_AGENTIC_RECURSION_DEPTH
+
+
 def _status_of(exc: BaseException) -> str:
     if isinstance(exc, (CancelledError, asyncio.CancelledError, KeyboardInterrupt)):
         return "cancelled"

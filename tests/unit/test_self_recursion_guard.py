@@ -293,3 +293,12 @@ async def test_parallel_tasks_each_carry_their_own_depth():
 
     await fan_out()
     assert sorted(seen) == [1] * 4 + [2] * 4 + [3] * 4
+
+
+def test_the_public_ceiling_follows_the_guard_constant(monkeypatch):
+    import runtime
+    import runtime.function as guard
+
+    assert runtime.max_recursion_depth() == _MAX_AGENTIC_RECURSION_DEPTH == 5
+    monkeypatch.setattr(guard, "_MAX_AGENTIC_RECURSION_DEPTH", 3)
+    assert runtime.max_recursion_depth() == 3
