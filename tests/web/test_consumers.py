@@ -12,7 +12,6 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
-from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.test import Client
 
@@ -156,13 +155,13 @@ def database_state(session_id):
 # --- fixtures ------------------------------------------------------------------------------------
 
 @pytest.fixture
-def owner():
-    return get_user_model().objects.create_user("ada", password="pw-ada-123")
+def owner(user):
+    return user
 
 
 @pytest.fixture
-def stranger():
-    return get_user_model().objects.create_user("bob", password="pw-bob-123")
+def stranger(other_user):
+    return other_user
 
 
 @pytest.fixture

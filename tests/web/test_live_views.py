@@ -2,7 +2,6 @@
 import re
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from dag.models import Session
 
@@ -10,13 +9,13 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def ada():
-    return get_user_model().objects.create_user("ada", password="pw-ada-123")
+def ada(user):
+    return user
 
 
 @pytest.fixture
-def bob():
-    return get_user_model().objects.create_user("bob", password="pw-bob-123")
+def bob(other_user):
+    return other_user
 
 
 @pytest.fixture
