@@ -155,18 +155,8 @@ def database_state(session_id):
 # --- fixtures ------------------------------------------------------------------------------------
 
 @pytest.fixture
-def owner(user):
-    return user
-
-
-@pytest.fixture
-def stranger(other_user):
-    return other_user
-
-
-@pytest.fixture
-def session(owner):
-    return Session.objects.create(owner=owner, function="wiki_agent", args={"question": "q"})
+def session(user):
+    return Session.objects.create(owner=user, function="wiki_agent", args={"question": "q"})
 
 
 @pytest.fixture(autouse=True)
@@ -202,9 +192,9 @@ async def close_code(comm):
 
 # --- snapshot, live, replay ----------------------------------------------------------------------
 
-async def test_snapshot_has_the_session_and_all_nodes_in_seq_order(owner, session):
+async def test_snapshot_has_the_session_and_all_nodes_in_seq_order(user, session):
     await database_sync_to_async(run_nodes)(session.pk, 3)
-    comm = communicator(owner, session.pk)
+    comm = communicator(user, session.pk)
     await comm.connect(timeout=TIMEOUT)
     snapshot = await comm.receive_json_from(timeout=TIMEOUT)
     await comm.disconnect()
@@ -216,8 +206,8 @@ async def test_snapshot_has_the_session_and_all_nodes_in_seq_order(owner, sessio
     assert all(node["status"] == "completed" for node in snapshot["nodes"])
 
 
-async def test_live_changes_arrive_in_rev_order_without_gaps(owner, session):
-    comm = communicator(owner, session.pk)
+async def test_live_changes_arrive_in_rev_order_without_gaps(user, session):
+    comm = communicator(user, session.pk)
     await comm.connect(timeout=TIMEOUT)
     mirror = Mirror()
     mirror.apply(await comm.receive_json_from(timeout=TIMEOUT))
@@ -230,9 +220,9 @@ async def test_live_changes_arrive_in_rev_order_without_gaps(owner, session):
     assert mirror.kinds.count("snapshot") == 1  # nothing had to be repaired
 
 
-async def test_since_rev_replays_only_later_changes(owner, session):
+async def test_since_rev_replays_only_later_changes(user, session):
     await database_sync_to_async(run_nodes)(session.pk, 3)  # node 0: revs 2-3, node 1: 4-5, node 2: 6-7
-    comm = communicator(owner, session.pk, "?since_rev=5")
+    comm = communicator(user, session.pk, "?since_rev=5")
     await comm.connect(timeout=TIMEOUT)
     snapshot = await comm.receive_json_from(timeout=TIMEOUT)
     await comm.disconnect()
@@ -242,18 +232,18 @@ async def test_since_rev_replays_only_later_changes(owner, session):
     assert snapshot["session"]["status"] == "completed"
 
 
-async def test_since_rev_beyond_the_session_sends_everything(owner, session):
+async def test_since_rev_beyond_the_session_sends_everything(user, session):
     await database_sync_to_async(run_nodes)(session.pk, 2)
-    comm = communicator(owner, session.pk, "?since_rev=999")
+    comm = communicator(user, session.pk, "?since_rev=999")
     await comm.connect(timeout=TIMEOUT)
     snapshot = await comm.receive_json_from(timeout=TIMEOUT)
     await comm.disconnect()
     assert snapshot["since_rev"] is None and len(snapshot["nodes"]) == 2
 
 
-async def test_reconnect_mid_run_ends_with_exactly_the_final_state(owner, session):
+async def test_reconnect_mid_run_ends_with_exactly_the_final_state(user, session):
     writer = threading.Thread(target=run_and_close_connection, args=(run_nodes, session.pk, 150))
-    comm = communicator(owner, session.pk)
+    comm = communicator(user, session.pk)
     await comm.connect(timeout=TIMEOUT)
     mirror = Mirror()
     mirror.apply(await comm.receive_json_from(timeout=TIMEOUT))
@@ -263,7 +253,7 @@ async def test_reconnect_mid_run_ends_with_exactly_the_final_state(owner, sessio
 
     # The run goes on while nobody listens; the client comes back with the last rev it saw.
     await asyncio.sleep(0.05)
-    comm = communicator(owner, session.pk, f"?since_rev={mirror.rev}")
+    comm = communicator(user, session.pk, f"?since_rev={mirror.rev}")
     await comm.connect(timeout=TIMEOUT)
     await read_until(comm, mirror, 1)
     await asyncio.to_thread(writer.join, TIMEOUT)
@@ -276,8 +266,8 @@ async def test_reconnect_mid_run_ends_with_exactly_the_final_state(owner, sessio
     assert (mirror.rev, mirror.session["status"], mirror.nodes) == (rev, status, nodes)
 
 
-async def test_a_lost_message_is_repaired_from_the_database(owner, session):
-    comm = communicator(owner, session.pk)
+async def test_a_lost_message_is_repaired_from_the_database(user, session):
+    comm = communicator(user, session.pk)
     await comm.connect(timeout=TIMEOUT)
     mirror = Mirror()
     mirror.apply(await comm.receive_json_from(timeout=TIMEOUT))
@@ -289,8 +279,8 @@ async def test_a_lost_message_is_repaired_from_the_database(owner, session):
     assert "snapshot" in mirror.kinds[1:]  # the gap was filled by a database read
 
 
-async def test_the_heartbeat_repairs_a_lost_last_message(owner, session):
-    comm = communicator(owner, session.pk)
+async def test_the_heartbeat_repairs_a_lost_last_message(user, session):
+    comm = communicator(user, session.pk)
     await comm.connect(timeout=TIMEOUT)
     mirror = Mirror()
     mirror.apply(await comm.receive_json_from(timeout=TIMEOUT))
@@ -302,8 +292,8 @@ async def test_the_heartbeat_repairs_a_lost_last_message(owner, session):
     assert heartbeat == {"type": "heartbeat", "rev": 1}
 
 
-async def test_a_burst_is_coalesced_into_one_batch(owner, session):
-    comm = communicator(owner, session.pk)
+async def test_a_burst_is_coalesced_into_one_batch(user, session):
+    comm = communicator(user, session.pk)
     await comm.connect(timeout=TIMEOUT)
     mirror = Mirror()
     mirror.apply(await comm.receive_json_from(timeout=TIMEOUT))
@@ -335,14 +325,14 @@ def test_in_process_listeners_still_receive_every_message(session):
     assert received == [(str(session.pk), [1]), (str(session.pk), [2])]
 
 
-async def test_a_large_snapshot_is_split_into_frames_under_the_payload_limit(owner, session):
+async def test_a_large_snapshot_is_split_into_frames_under_the_payload_limit(user, session):
     def many_nodes():
         Node.objects.bulk_create([Node(session=session, seq=i, kind="code", name="w", rev=i + 1,
                                        input={"text": "x" * 400}) for i in range(3000)])
         Session.objects.filter(pk=session.pk).update(rev=3000, node_count=3000)
 
     await database_sync_to_async(many_nodes)()
-    comm = communicator(owner, session.pk)
+    comm = communicator(user, session.pk)
     await comm.connect(timeout=TIMEOUT)
     mirror, sizes = Mirror(), []
     while mirror.rev is None:
@@ -355,8 +345,8 @@ async def test_a_large_snapshot_is_split_into_frames_under_the_payload_limit(own
     assert len(mirror.nodes) == 3000 and mirror.rev == 3000
 
 
-async def test_a_huge_node_is_streamed_with_its_big_fields_cut(owner, session):
-    comm = communicator(owner, session.pk)
+async def test_a_huge_node_is_streamed_with_its_big_fields_cut(user, session):
+    comm = communicator(user, session.pk)
     await comm.connect(timeout=TIMEOUT)
     mirror = Mirror()
     mirror.apply(await comm.receive_json_from(timeout=TIMEOUT))
@@ -383,14 +373,14 @@ def test_a_large_batch_is_split_into_contiguous_batches_under_the_limit():
     ("wiki_agent", {"question": "How does the recursion guard work?"}),
     ("runaway_agent", {"task": "Summarise the notes"}),
 ])
-async def test_a_real_run_streams_exactly_what_it_recorded(owner, monkeypatch, function, args):
+async def test_a_real_run_streams_exactly_what_it_recorded(user, monkeypatch, function, args):
     """The whole path: executor entry point, recorder, revisions, broadcast, layer, consumer."""
     from dag.runs import run_session
 
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OPENPROGRAM_MODEL"):
         monkeypatch.delenv(name, raising=False)  # the offline simulated model
-    session = await database_sync_to_async(Session.objects.create)(owner=owner, function=function, args=args)
-    comm = communicator(owner, session.pk)
+    session = await database_sync_to_async(Session.objects.create)(owner=user, function=function, args=args)
+    comm = communicator(user, session.pk)
     await comm.connect(timeout=TIMEOUT)
     mirror = Mirror()
     mirror.apply(await comm.receive_json_from(timeout=TIMEOUT))
@@ -404,8 +394,8 @@ async def test_a_real_run_streams_exactly_what_it_recorded(owner, monkeypatch, f
 
 # --- access control and parameters ---------------------------------------------------------------
 
-async def test_another_user_is_closed_with_4404(stranger, session):
-    assert await close_code(communicator(stranger, session.pk)) == 4404
+async def test_another_user_is_closed_with_4404(other_user, session):
+    assert await close_code(communicator(other_user, session.pk)) == 4404
 
 
 async def test_anonymous_is_closed_with_4404(session):
@@ -413,8 +403,8 @@ async def test_anonymous_is_closed_with_4404(session):
     assert await close_code(communicator(AnonymousUser(), session.pk)) == 4404
 
 
-async def test_unknown_session_is_closed_with_4404(owner):
-    assert await close_code(communicator(owner, "9b2f3c1e-0000-4000-8000-000000000000")) == 4404
+async def test_unknown_session_is_closed_with_4404(user):
+    assert await close_code(communicator(user, "9b2f3c1e-0000-4000-8000-000000000000")) == 4404
 
 
 @pytest.mark.parametrize("path_id, query", [
@@ -426,16 +416,16 @@ async def test_unknown_session_is_closed_with_4404(owner):
     (None, "?sinc_rev=3"),
     (None, "?since_rev=%C2%B2"),  # "²": a Unicode digit that int() refuses
 ])
-async def test_bad_id_or_parameter_is_closed_with_4400(owner, session, path_id, query):
-    assert await close_code(communicator(owner, path_id or session.pk, query)) == 4400
+async def test_bad_id_or_parameter_is_closed_with_4400(user, session, path_id, query):
+    assert await close_code(communicator(user, path_id or session.pk, query)) == 4400
 
 
-async def test_the_real_stack_authenticates_by_session_cookie(owner, session):
+async def test_the_real_stack_authenticates_by_session_cookie(user, session):
     from openprogram_web.asgi import application
 
     def login_cookie():
         client = Client()
-        client.force_login(owner)
+        client.force_login(user)
         return client.cookies["sessionid"].value
 
     cookie = await database_sync_to_async(login_cookie)()
