@@ -1,43 +1,79 @@
 """Pre-invocation hooks: run at the top of every agentic call and before every model call.
 
-A hook is a callable taking one `HookEvent`-like argument (the frame being entered, or the model call
-about to be made). Raising `runtime.CancelledError` aborts it; that is how the stop button works.
+A hook takes either no argument (the reference implementation's shape: `def stop_hook(): raise
+CancelledError(...)`) or one: the event, i.e. the frame being entered or the `ModelCall` about to be
+made. Which one is decided once, when the hook is added, from its signature. Raising
+`runtime.CancelledError` aborts the call; that is how the stop button works.
 
 The hooks are kept in a tuple that is replaced on change (copy-on-write), so the hot path reads one
 global and iterates nothing when no hook is installed.
 """
 from __future__ import annotations
 
+import inspect
 import threading
 from typing import Callable
 
 from .context import _current_frame
 
 _lock = threading.Lock()
+# What the hot path calls, each taking the event; `_added` holds the hooks as given, in the same order.
 _hooks: tuple[Callable, ...] = ()
+_added: tuple[Callable, ...] = ()
+
+
+def _takes_no_event(hook: Callable) -> bool:
+    """True for a hook that takes no argument; a hook whose signature cannot be read gets the event."""
+    try:
+        parameters = inspect.signature(hook).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    for parameter in parameters:
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.POSITIONAL_ONLY,
+                              parameter.POSITIONAL_OR_KEYWORD) and parameter.default is parameter.empty:
+            return False
+        if parameter.kind is parameter.VAR_POSITIONAL:
+            return False
+    return True
+
+
+def _event_taking(hook: Callable) -> Callable:
+    if not _takes_no_event(hook):
+        return hook
+
+    def without_event(_event) -> None:
+        hook()
+    return without_event
 
 
 def add_pre_invocation_hook(hook: Callable) -> None:
-    """Install `hook`; adding the same hook twice keeps one copy."""
-    global _hooks
+    """Install `hook` (taking no argument, or the event); adding the same hook twice keeps one copy."""
+    global _hooks, _added
+    if not callable(hook):
+        raise TypeError(f"a pre-invocation hook must be callable, got {hook!r}")
     with _lock:
-        if hook not in _hooks:
-            _hooks = _hooks + (hook,)
+        if hook not in _added:
+            _added = _added + (hook,)
+            _hooks = _hooks + (_event_taking(hook),)
 
 
 def remove_pre_invocation_hook(hook: Callable) -> None:
     """Remove `hook`; removing a hook that is not installed does nothing."""
-    global _hooks
+    global _hooks, _added
     with _lock:
-        _hooks = tuple(h for h in _hooks if h is not hook and h != hook)
+        kept = [(given, called) for given, called in zip(_added, _hooks) if given is not hook and given != hook]
+        _added = tuple(given for given, _ in kept)
+        _hooks = tuple(called for _, called in kept)
 
 
 def installed_hooks() -> tuple[Callable, ...]:
-    return _hooks
+    """The installed hooks, as they were added."""
+    return _added
 
 
 def run_pre_invocation_hooks(event) -> None:
-    """Call every installed hook with `event`; exceptions (CancelledError above all) propagate."""
+    """Call every installed hook (with `event` if it takes one); exceptions (CancelledError above all)
+    propagate."""
     for hook in _hooks:
         hook(event)
 

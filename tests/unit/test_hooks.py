@@ -93,3 +93,61 @@ def test_checkpoint_lets_a_stop_act_inside_long_running_tool_code(install):
     with pytest.raises(CancelledError):
         long_task(10)
     assert steps == [0, 1, 2, 3]
+
+
+def _stopping_after(entries: int, takes_event: bool):
+    seen = []
+
+    def count(event=None):
+        seen.append(event)
+        if len(seen) > entries:
+            raise CancelledError("stop pressed")
+
+    if takes_event:
+        return (lambda event: count(event)), seen
+    return (lambda: count()), seen
+
+
+@pytest.mark.parametrize("takes_event", [False, True], ids=["no-argument hook", "one-argument hook"])
+def test_a_hook_of_either_shape_stops_a_run(install, takes_event):
+    from runtime import Runtime
+    from runtime.providers import ScriptedProvider
+
+    hook, seen = _stopping_after(2, takes_event)
+    install(hook)
+
+    @agentic_function(register_globally=False)
+    def agent(runtime=None):
+        return runtime.exec("go", tools=[leaf])
+
+    @function(register_globally=False)
+    def leaf():
+        return "ok"
+
+    provider = ScriptedProvider([{"tool_calls": [{"name": "leaf"}]}, "done"])
+    with pytest.raises(CancelledError, match="stop pressed"):
+        agent(runtime=Runtime(provider=provider))
+    assert len(seen) == 3  # the agent's entry, its first model call, then the stop at the leaf
+    assert (seen[0] is not None) is takes_event  # the one-argument hook got the frame
+
+
+def test_the_references_stop_hook_shape_works_unchanged(install):
+    def stop_hook():  # as written for the reference implementation: no argument
+        raise CancelledError("stopped")
+
+    install(stop_hook)
+
+    @agentic_function(register_globally=False)
+    def agent():
+        return "ran"
+
+    with pytest.raises(CancelledError):
+        agent()
+    assert stop_hook in installed_hooks()
+    remove_pre_invocation_hook(stop_hook)
+    assert agent() == "ran"
+
+
+def test_a_hook_must_be_callable():
+    with pytest.raises(TypeError, match="must be callable"):
+        add_pre_invocation_hook("not a hook")
