@@ -1,21 +1,37 @@
 """What the recursion guard and the delegation budget add to each call (figures only, no assertions).
 
 - the per-name depth guard: @agentic_function against @function, the same wrapper without the guard;
-- a frame entered under an active Budget, against the same call with no budget;
+- a frame entered under an active Budget, against the same call with no budget (the issue's bound: 2x);
 - a function carrying its own `budget=` template (a fresh scope per call);
-- runtime.budget's own share of a frame entry: enter_frame() + exit_frame() called directly;
+- the default budget (OPENPROGRAM_MAX_LLM_CALLS): an agentic call making one model call on a model
+  that answers at once, with the default on and off (the bound: 1.2x);
+- runtime.budget's own share of a frame entry: admit_frame() called directly;
 - admitting one model call: reserve_llm_call() + commit().
 """
 import os
 import sys
-from contextlib import ExitStack, nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from _timing import per_call_seconds  # noqa: E402
 
-from runtime import Budget, agentic_function, function  # noqa: E402
-from runtime.budget import enter_frame, exit_frame, reserve_llm_call  # noqa: E402
+from runtime import Budget, Runtime, agentic_function, function  # noqa: E402
+from runtime.budget import admit_frame, reserve_llm_call  # noqa: E402
+from runtime.messages import ModelReply  # noqa: E402
+from runtime.providers import Provider  # noqa: E402
+
+
+class Instant(Provider):
+    """A model that answers at once: what is left of a model call is the runtime's own work."""
+
+    name = "instant"
+
+    def complete(self, request, check=None):
+        return ModelReply(text="ok")
+
+
+INSTANT = Runtime(provider=Instant("instant"))
 
 
 @function(register_globally=False)
@@ -33,13 +49,32 @@ def self_budgeted(x):
     return x
 
 
+@agentic_function(register_globally=False)
+def asks_once(runtime=None):
+    return runtime.llm("hi")
+
+
 def model_call():
     reserve_llm_call().commit(1)
 
 
 def budget_hooks_alone():
     # The frame is only read on a breach, which a budget this deep never reaches.
-    exit_frame(enter_frame(None, None))
+    admit_frame(None)
+
+
+@contextmanager
+def default_budget(limit: str):
+    """OPENPROGRAM_MAX_LLM_CALLS set for the block ("0": the default off), restored after."""
+    before = os.environ.get("OPENPROGRAM_MAX_LLM_CALLS")
+    os.environ["OPENPROGRAM_MAX_LLM_CALLS"] = limit
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["OPENPROGRAM_MAX_LLM_CALLS"]
+        else:
+            os.environ["OPENPROGRAM_MAX_LLM_CALLS"] = before
 
 
 def _interleaved(variants: dict, rounds: int = 15, number: int = 20_000) -> dict:
@@ -78,10 +113,13 @@ def main() -> None:
         # A huge allowance: the scope is shared, so every timed call spends from it.
         "admission": (lambda: Budget(max_llm_calls=10**9), model_call),
         "hooks_alone": (lambda: Budget(max_depth=10**9), budget_hooks_alone),
+        "default_on": (lambda: default_budget(str(10**12)), lambda: asks_once(runtime=INSTANT)),
+        "default_off": (lambda: default_budget("0"), lambda: asks_once(runtime=INSTANT)),
     })
     wrapper, guard, in_budget = t["wrapper"], t["guard"], t["in_budget"]
     in_three_budgets, template, admission = t["in_three_budgets"], t["template"], t["admission"]
     hooks_alone = t["hooks_alone"]
+    default_on, default_off = t["default_on"], t["default_off"]
 
     print(f"{'call':52} {'µs/call':>9} {'added ns':>10} {'ratio':>8}")
     print(_row("@function (core wrapper, no guard)", wrapper))
@@ -89,10 +127,14 @@ def main() -> None:
     print(_row("@agentic_function inside `with Budget(...)`", in_budget, guard))
     print(_row("@agentic_function inside three nested Budgets", in_three_budgets, guard))
     print(_row("@agentic_function(budget=Budget(...)) (own scope)", template, guard))
-    print(_row("budget.enter_frame() + exit_frame() alone", hooks_alone))
+    print(_row("budget.admit_frame() alone", hooks_alone))
     print(_row("reserve_llm_call() + commit() under a Budget", admission))
+    print(_row("agentic call + 1 model call, default budget off", default_off))
+    print(_row("agentic call + 1 model call, default budget on", default_on, default_off))
     print(f"guard: {(guard - wrapper) * 1e9:.0f} ns per call, {guard / wrapper:.2f}x the core wrapper; "
-          f"budget frame entry: {(in_budget - guard) * 1e9:.0f} ns more")
+          f"budget frame entry: {(in_budget - guard) * 1e9:.0f} ns more ({in_budget / guard:.2f}x the "
+          f"guarded call, bound 2x); default budget: {default_on / default_off:.2f}x the call with it off "
+          f"(bound 1.2x)")
 
 
 if __name__ == "__main__":

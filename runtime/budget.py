@@ -11,9 +11,14 @@ that mirrors the delegation tree:
 - spend is shared: a model call counts against every enclosing scope, and admission is atomic
   (reserve under the root's lock, then commit or release).
 
-Where a call stands is held in the ContextVar `runtime.context._current_budget` as a `BudgetCursor`
-(scope + depth inside it). Threads and tasks that copy the context (asyncio tasks, `to_thread`,
-`runtime.submit`) carry the cursor along and share the scope objects, hence the one lock per root.
+The innermost scope is held in the ContextVar `runtime.context._current_budget`, set only where a
+scope opens; a frame's level is read from the guard's per-name counts, so entering a frame under a
+budget sets nothing. Threads and tasks that copy the context (asyncio tasks, `to_thread`,
+`runtime.submit`) carry the scope along and share the scope objects, hence the one lock per root.
+
+Apart from these explicit budgets, every tree of agentic calls has a default bound on its model calls
+(`default_llm_calls()`, from OPENPROGRAM_MAX_LLM_CALLS), kept on the tree's entry frame: see
+`admit_default_call`.
 """
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ import threading
 import time
 from typing import Any, NoReturn, Optional
 
-from .context import _current_budget, _current_frame, _current_recorder
+from .context import _current_budget, _current_frame, _current_recorder, _recursion_depth
 from .errors import BudgetExceeded
 
 # Read through this name so tests can drive deadlines with a fake clock instead of sleeping.
@@ -85,9 +90,10 @@ class Budget:
         return {"max_depth": self.max_depth, "max_llm_calls": self.max_llm_calls,
                 "max_tokens": self.max_tokens, "timeout_s": self.timeout_s}
 
-    def open_scope(self, parent: Optional["BudgetCursor"] = None) -> "BudgetScope":
-        """A new scope under `parent` (the cursor where it is opened), limited to what `parent` has left."""
-        scope = BudgetScope(self, parent)
+    def open_scope(self, parent: Optional["BudgetScope"] = None, anchor: int = 0) -> "BudgetScope":
+        """A new scope under `parent`, limited to what `parent` has left; `anchor` agentic frames are
+        open where it starts (its level 1 is the next one)."""
+        scope = BudgetScope(self, parent, anchor)
         self.last_scope = scope
         return scope
 
@@ -100,14 +106,13 @@ class Budget:
 
     # A `with` block is a scope at depth 0: the first agentic call inside it is level 1.
     def __enter__(self) -> "BudgetScope":
-        scope = self.open_scope(_current_budget.get())
-        scope._token = _current_budget.set(BudgetCursor(scope, 0))
+        scope = self.open_scope(_current_budget.get(), open_agentic_levels())
+        scope._token = _current_budget.set(scope)
         scope._started()
         return scope
 
     def __exit__(self, *exc_info) -> None:
-        cursor = _current_budget.get()
-        scope = cursor.scope if cursor is not None else None
+        scope = _current_budget.get()
         if scope is None or scope.budget is not self or scope._token is None:
             raise RuntimeError("Budget block exited in a different context than it was entered in")
         token, scope._token = scope._token, None
@@ -126,16 +131,20 @@ class Budget:
 
 
 class BudgetScope:
-    """One opening of a Budget: effective limits (already tightened by the parent) and shared spend."""
+    """One opening of a Budget: effective limits (already tightened by the parent) and shared spend.
 
-    def __init__(self, budget: Budget, parent_cursor: Optional["BudgetCursor"]):
+    `anchor` is how many agentic frames were open where the scope starts, so a frame's level in it is
+    the chain's open agentic frames minus `anchor`: nothing needs to be set per frame to know it.
+    """
+
+    def __init__(self, budget: Budget, parent: Optional["BudgetScope"], anchor: int = 0):
         now = _clock()
-        parent = parent_cursor.scope if parent_cursor is not None else None
         self.budget = budget
         self.parent = parent
         self.root: BudgetScope = parent.root if parent is not None else self
+        self.anchor = anchor
         # Level d of this scope is level d + base_depth of the parent's.
-        self.base_depth = parent_cursor.depth if parent_cursor is not None else 0
+        self.base_depth = anchor - parent.anchor if parent is not None else 0
         self._lock = parent._lock if parent is not None else threading.Lock()
         self._token = None
         self.started = now
@@ -168,6 +177,16 @@ class BudgetScope:
     def is_root(self) -> bool:
         return self.parent is None
 
+    def chain(self) -> list["BudgetScope"]:
+        """This scope and every enclosing one, outermost first."""
+        scopes = []
+        scope: Optional[BudgetScope] = self
+        while scope is not None:
+            scopes.append(scope)
+            scope = scope.parent
+        scopes.reverse()
+        return scopes
+
     def limits(self) -> dict:
         timeout = None if self.deadline is None else round(self.deadline - self.started, 6)
         return {"max_depth": self.max_depth, "max_llm_calls": self.max_llm_calls,
@@ -197,81 +216,63 @@ class BudgetScope:
         return f"<BudgetScope {self.limits()} spent {self.llm_calls} calls, {self.tokens} tokens>"
 
 
-class BudgetCursor:
-    """Where the current call stands: its innermost scope and how many agentic levels deep in it."""
-
-    __slots__ = ("scope", "depth")
-
-    def __init__(self, scope: BudgetScope, depth: int):
-        self.scope = scope
-        self.depth = depth
-
-    def levels(self) -> list[tuple[BudgetScope, int]]:
-        """(scope, depth in that scope) for every enclosing scope, outermost first."""
-        pairs = []
-        scope: Optional[BudgetScope] = self.scope
-        depth = self.depth
-        while scope is not None:
-            pairs.append((scope, depth))
-            depth += scope.base_depth
-            scope = scope.parent
-        pairs.reverse()
-        return pairs
+def open_agentic_levels() -> int:
+    """How many agentic frames are open in this context's chain: the guard's per-name counts, summed."""
+    counts = _recursion_depth.get()
+    return sum(counts.values()) if counts else 0
 
 
 # --- the hooks the agentic wrapper calls ------------------------------------------------------------
 
-def enter_frame(frame, template: Optional[Budget]):
-    """Admit one agentic frame into the current budget, opening a scope if its function has `budget=`.
+def admit_frame(frame) -> None:
+    """Admit one agentic frame into the current budget (the frame is already on the chain).
 
-    Raises BudgetExceeded, before anything is set, if a depth limit or a deadline would be crossed.
+    Raises BudgetExceeded, before the body runs, if a depth limit or a deadline would be crossed.
+    Nothing is set, so there is nothing to undo when the frame ends.
+    """
+    scope = _current_budget.get()
+    if scope is not None:
+        _admit(scope, open_agentic_levels(), frame)
+
+
+def enter_frame(frame, template: Budget):
+    """Admit an agentic frame whose function carries `budget=`: open its scope (level 1 is this frame).
+
     Returns a token for `exit_frame`.
     """
-    parent = _current_budget.get()
-    opened = None
-    if template is not None:  # a Budget: the decorator checked it
-        opened = template.open_scope(parent)
-        cursor = BudgetCursor(opened, 1)
-    elif parent is not None:
-        cursor = BudgetCursor(parent.scope, parent.depth + 1)
-    else:
-        return None
+    levels = open_agentic_levels()
+    opened = template.open_scope(_current_budget.get(), levels - 1)
+    try:
+        _admit(opened, levels, frame)
+    except BudgetExceeded:
+        opened.close(report=False)  # never started; the breach report covers it
+        raise
+    opened._started()
+    return _current_budget.set(opened), opened
+
+
+def _admit(scope: BudgetScope, levels: int, frame) -> None:
     # A scope's limits are already tightened by all its ancestors, so the innermost scope alone
     # decides admission; the slow path below finds the widest limit crossed, for the message.
-    scope = cursor.scope
-    if ((scope.max_depth is not None and cursor.depth > scope.max_depth)
+    depth = levels - scope.anchor
+    if ((scope.max_depth is not None and depth > scope.max_depth)
             or (scope.deadline is not None and _clock() >= scope.deadline)):
-        if opened is not None:
-            opened.close(report=False)  # never started; the breach report covers it
-        levels = cursor.levels()
-        _raise(_depth_breach(levels, frame) or _deadline_breach(levels, frame))
-    _note_depth(cursor)
-    if opened is not None:
-        opened._started()
-    return _current_budget.set(cursor), opened
-
-
-def _note_depth(cursor: BudgetCursor) -> None:
-    """Raise `depth_reached` of every enclosing scope; the lock only when a new deepest level is hit."""
-    scope: Optional[BudgetScope] = cursor.scope
-    depth = cursor.depth
-    while scope is not None:
+        scopes = scope.chain()
+        _raise(_depth_breach(scopes, levels, frame) or _deadline_breach(scopes, frame))
+    while scope is not None:  # raise `depth_reached`; the lock only when a new deepest level is hit
+        depth = levels - scope.anchor
         if depth > scope.depth_reached:
             with scope._lock:
                 if depth > scope.depth_reached:
                     scope.depth_reached = depth
-        depth += scope.base_depth
         scope = scope.parent
 
 
 def exit_frame(token) -> None:
-    """Leave the frame admitted by `enter_frame`, closing the scope it opened (if any)."""
-    if token is None:
-        return
+    """Leave the frame entered by `enter_frame`, closing the scope it opened."""
     var_token, opened = token
     _current_budget.reset(var_token)
-    if opened is not None:
-        opened.close()
+    opened.close()
 
 
 # --- model calls: reserve, then commit or release ----------------------------------------------------
@@ -313,17 +314,16 @@ def reserve_llm_call(frame=None) -> Optional[Reservation]:
     Raises BudgetExceeded when the call would cross a limit: the call count (admitted calls still in
     flight included), tokens already at or over the maximum, or a passed deadline.
     """
-    cursor = _current_budget.get()
-    if cursor is None:
+    scope = _current_budget.get()
+    if scope is None:
         return None
     frame = frame if frame is not None else _current_frame.get()
-    levels = cursor.levels()
-    scopes = [scope for scope, _depth in levels]
-    with cursor.scope._lock:
-        breach = _deadline_breach(levels, frame) or _spend_breach(scopes, frame)
+    scopes = scope.chain()
+    with scope._lock:
+        breach = _deadline_breach(scopes, frame) or _spend_breach(scopes, frame)
         if breach is None:
-            for scope in scopes:
-                scope.reserved_calls += 1
+            for each in scopes:
+                each.reserved_calls += 1
     if breach is not None:
         _raise(breach)
     return Reservation(scopes)
@@ -331,34 +331,34 @@ def reserve_llm_call(frame=None) -> Optional[Reservation]:
 
 def check_deadline(frame=None) -> None:
     """Raise BudgetExceeded(dimension="time") if any enclosing budget's deadline has passed."""
-    cursor = _current_budget.get()
-    if cursor is None:
+    scope = _current_budget.get()
+    if scope is None:
         return
     frame = frame if frame is not None else _current_frame.get()
-    breach = _deadline_breach(cursor.levels(), frame)
+    breach = _deadline_breach(scope.chain(), frame)
     if breach is not None:
         _raise(breach)
 
 
 def current_scope() -> Optional[BudgetScope]:
     """The innermost budget scope the current call runs under, or None."""
-    cursor = _current_budget.get()
-    return cursor.scope if cursor is not None else None
+    return _current_budget.get()
 
 
 # --- breaches: found under the root's lock, reported and raised after it is released ----------------
 
-def _depth_breach(levels, frame):
-    for scope, depth in levels:
+def _depth_breach(scopes, levels: int, frame):
+    for scope in scopes:
+        depth = levels - scope.anchor
         if scope.max_depth is not None and depth > scope.max_depth:
             return _breach(scope, "depth", scope.max_depth, depth, frame,
                            f"entering {frame.name} would be level {depth} of the delegation")
     return None
 
 
-def _deadline_breach(levels, frame):
+def _deadline_breach(scopes, frame):
     now = _clock()
-    for scope, _depth in levels:
+    for scope in scopes:
         if scope.deadline is not None and now >= scope.deadline:
             limit = round(scope.deadline - scope.started, 6)
             observed = round(now - scope.started, 6)

@@ -29,6 +29,8 @@ class Frame:
     name_depth = 0
     status = "running"
     hidden = False
+    # Names whose calls from this frame's model the depth ceiling refused (runtime.situation).
+    refused_names: tuple = ()
     _arguments: Optional[dict] = None
 
     def __init__(self, tool, parent: Optional["Frame"], args: tuple, kwargs: dict):
@@ -122,6 +124,11 @@ _current_runtime: ContextVar[Optional["Runtime"]] = ContextVar("openprogram_runt
 _current_recorder: ContextVar[Optional["Recorder"]] = ContextVar("openprogram_recorder", default=None)
 # The innermost active delegation budget scope (runtime.budget), None when no budget applies.
 _current_budget: ContextVar[Optional[object]] = ContextVar("openprogram_budget", default=None)
+# Tool policy for model calls made in this context ("deny", "allow", "source", "toolset"), set with
+# `runtime.tool_policy(...)`. The seed's name; `runtime.function._current_tool_policy` is this variable.
+# The wrapper never adds the running function's own name to "deny": the situational prompt tells the
+# model not to call itself, and the visible tool is what gives that prompt a subject.
+_current_tool_policy: ContextVar[Optional[dict]] = ContextVar("_current_tool_policy", default=None)
 # {runtime: system prompt} set by running `system=` functions. Not a write to the runtime itself:
 # parallel tool calls share one runtime, and each must see (and leave behind) its own prompt.
 _system_override: ContextVar[Optional[dict]] = ContextVar("openprogram_system", default=None)

@@ -5,7 +5,9 @@ approval (refused when unattended) -> `check_fn` -> cache -> run (with `timeout`
 cut to `max_result_chars` keeping head and tail (`head_ratio`), the full text saved when
 `persist_full`. Every failure becomes a tool result the model can read, except a stop
 (CancelledError) and a budget breach (BudgetExceeded): those end the run, once the other calls of
-the same reply have finished.
+the same reply have finished. A call the depth ceiling refuses goes back as its RecursionError text the
+first time its name is refused in the calling frame; a second call of a refused name propagates the
+RecursionError instead, through every enclosing loop, and ends the run.
 
 Several calls in one reply run concurrently (at most MAX_PARALLEL_CALLS at once), each in its own
 thread with a copy of the caller's context (frame, runtime, recorder, budget, recursion depths), so
@@ -28,24 +30,28 @@ from typing import Any, Callable, Optional
 
 from . import interrupt
 from .context import _current_frame, _current_recorder
-from .errors import BudgetExceeded, CancelledError, ToolArgumentError
+from .errors import (BudgetExceeded, CancelledError, DepthCeilingExceeded, ExecLimitExceeded, OpenProgramError,
+                     ToolArgumentError)
 from .messages import ToolCall, to_text, tool_result_message
 from .options import ToolOptions
 from .policy import LOAD_TOOLS, OfferedTools
 from .recorder import Recorder
+from .situation import note_refusal
 
 # Set inside a tool call that has a `timeout`: (monotonic deadline, tool name). A model call made
 # after the deadline (the tool was abandoned but its thread runs on) raises ToolTimeoutError, so an
 # abandoned call stops spending at its next model call.
 _tool_deadline: contextvars.ContextVar[Optional[tuple]] = contextvars.ContextVar("openprogram_tool_deadline", default=None)
 
-PROPAGATE = (CancelledError, BudgetExceeded)
+# What ends the run instead of becoming a tool result: a stop, a budget breach, a loop that could not
+# finish (a runaway below this call).
+PROPAGATE = (CancelledError, BudgetExceeded, ExecLimitExceeded)
 # A reply may ask for any number of tool calls; each runs in a thread of its own, so at most this many
 # run at once (the rest follow in further waves).
 MAX_PARALLEL_CALLS = 16
 
 
-class ToolTimeoutError(TimeoutError):
+class ToolTimeoutError(OpenProgramError, TimeoutError):
     """A tool call ran past its `timeout`."""
 
 
@@ -187,8 +193,13 @@ class TimeoutAwareRecorder(Recorder):
 class Dispatcher:
     """Runs one exec's tool calls against the tools it offered."""
 
-    def __init__(self, runtime, offered: OfferedTools):
+    refused_names: tuple = ()  # refusals of an exec made outside any agentic function
+
+    def __init__(self, runtime, offered: OfferedTools, frame=None):
         self.runtime = runtime
+        innermost = frame.innermost_agentic() if frame is not None else None
+        # Where refusals are counted: the agentic frame whose model makes these calls.
+        self.owner = innermost if innermost is not None else self
         self.offered = offered
         self.unattended = getattr(runtime, "unattended", True)
         self.approver = getattr(runtime, "approver", None)
@@ -215,6 +226,11 @@ class Dispatcher:
             text, is_error = self._result_text(call), False
         except PROPAGATE:
             raise
+        except DepthCeilingExceeded as exc:
+            if exc.ends_run or not note_refusal(self.owner, call.name):
+                exc.ends_run = True  # the model was told and called again: a runaway; end the run
+                raise
+            text, is_error = f"Error: RecursionError: {exc}", True
         except Refusal as exc:
             text, is_error = f"Refused: {exc}", True
         except ToolArgumentError as exc:

@@ -1,20 +1,26 @@
-"""The inner agent loop behind `Runtime.exec`: ask the model, run its tool calls, repeat, answer."""
+"""The inner agent loop behind `Runtime.exec`: ask the model, run its tool calls, repeat, answer.
+
+The loop ends with the model's answer, or with an error: `max_iterations` model calls without an answer
+is `ExecLimitExceeded`, never a result. When the depth ceiling refused a call this frame's model made,
+the next turn tells the model so (a user turn after the tool results; the system prompt is untouched).
+"""
 from __future__ import annotations
 
 import time
 from typing import Optional
 
-from .context import _current_frame, _current_runtime
+from .context import _current_frame, _current_runtime, _current_tool_policy
 from .dispatch import Dispatcher
-from .function import _current_tool_policy
-from .messages import ModelRequest
+from .errors import ExecLimitExceeded, OpenProgramError
+from .messages import ModelRequest, text_block
 from .model_call import call_model, user_turn
 from .policy import OfferedTools, resolve_offered_tools
+from .situation import refusal_note
 
 TOOL_CHOICES = ("auto", "none", "required")
 
 
-class ExecTimeout(TimeoutError):
+class ExecTimeout(OpenProgramError, TimeoutError):
     """`Runtime.exec` ran past its `timeout_s`."""
 
 
@@ -53,11 +59,11 @@ def _loop(runtime, content, *, tools, toolset, tools_allow, tools_deny, tool_cho
     offered = resolve_offered_tools(runtime, tools=tools, toolset=toolset, tools_allow=tools_allow,
                                     tools_deny=tools_deny, policy=_current_tool_policy.get())
     check_tool_choice(tool_choice, offered)
-    dispatcher = Dispatcher(runtime, offered)
+    dispatcher = Dispatcher(runtime, offered, frame)
     deadline = time.monotonic() + timeout_s if timeout_s is not None else None
     system = runtime.system or ""
     messages = [user_turn(content, frame)]
-    reply_text = ""
+    told_refused: tuple = dispatcher.owner.refused_names  # the first user turn already said these
     for _ in range(max_iterations):
         remaining = None
         if deadline is not None:
@@ -71,14 +77,20 @@ def _loop(runtime, content, *, tools, toolset, tools_allow, tools_deny, tool_cho
         reply = call_model(provider, request, frame)
         runtime.add_usage(reply.usage)
         messages.append(reply.as_message())
-        reply_text = reply.text
         if not reply.tool_calls:
             return reply.text
         messages.extend(dispatcher.run(reply.tool_calls))
+        refused = dispatcher.owner.refused_names
+        if refused != told_refused:
+            told_refused = refused
+            messages.append({"role": "user", "content": [text_block(refusal_note(refused), "situational")]})
         if tool_choice not in ("auto", "none"):
             tool_choice = "auto"  # a forced call is forced once; then the model may answer
-    note = f"[runtime.exec stopped after max_iterations={max_iterations} model calls without a final answer]"
-    return f"{reply_text}\n\n{note}" if reply_text else note
+    where = f"in {frame.name} " if frame is not None else ""
+    raise ExecLimitExceeded(
+        f"runtime.exec {where}made max_iterations={max_iterations} model calls without a final answer "
+        f"(the model kept calling tools); raise max_iterations or give the model a task it can finish",
+        function=frame.name if frame is not None else None, limit=max_iterations)
 
 
 def run_llm(runtime, content, *, model: Optional[str] = None, timeout_s: Optional[float] = None) -> str:

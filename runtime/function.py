@@ -6,34 +6,31 @@ for functions that declare a runtime parameter, and recording only when a record
 """
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import sys
 import types
 import typing
-from contextvars import ContextVar
 from typing import Any, Callable, Optional
 
 from . import hooks as _hooks
-from .budget import Budget, enter_frame, exit_frame
-from .context import (Frame, FrameMap, _current_budget, _current_recorder, _current_runtime, _recursion_depth,
-                      _system_override)
-from .errors import BudgetExceeded, CancelledError
+from . import recorder as _recording
+from .budget import Budget, admit_frame, enter_frame, exit_frame
+from .context import (Frame, FrameMap, _current_budget, _current_recorder, _current_runtime,  # noqa: F401
+                      _current_tool_policy, _recursion_depth, _system_override)
+from .errors import BudgetExceeded, DepthCeilingExceeded, status_of
 from .options import (ToolOptions, build_tool_options, check_expose, check_input,
                       check_render_range)
 from .registry import registry
+from .runtime import create_runtime
 from .spec import (RUNTIME_PARAMS, argument_errors, build_parameters, raise_for_errors,
                    to_python)
 
 # --- the recursion guard (seed 000) ------------------------------------------------------------
 # Per-name nesting depth: {function name: how many frames of that name are open in this chain}.
 # `_recursion_depth` (imported above) is the ContextVar holding that map; it also carries the frame stack.
+# `_current_tool_policy` (imported above, set with `runtime.tool_policy`) is the seed's tool policy.
 _MAX_AGENTIC_RECURSION_DEPTH = 5
-# Tool policy for model calls made in this context ("deny", "allow", "source", "toolset").
-# The wrapper never adds the running function's own name to "deny": the situational prompt
-# tells the model not to call itself, and the visible tool is what gives that prompt a subject.
-_current_tool_policy: ContextVar[Optional[dict]] = ContextVar("_current_tool_policy", default=None)
 
 # Bound methods looked up once: `var.get` builds a new method object on every attribute access, and
 # the hot path below would otherwise pay for six of them per call.
@@ -44,12 +41,6 @@ _recorder_get, _budget_get, _runtime_get = _current_recorder.get, _current_budge
 def max_recursion_depth() -> int:
     """The per-name depth ceiling in force: how many nested frames of one name run before the next is refused."""
     return _MAX_AGENTIC_RECURSION_DEPTH
-
-
-def _status_of(exc: BaseException) -> str:
-    if isinstance(exc, (CancelledError, asyncio.CancelledError, KeyboardInterrupt)):
-        return "cancelled"
-    return "error"
 
 
 class Tool:
@@ -117,6 +108,8 @@ class Tool:
         prev = _depth_get()
         parent = getattr(prev, "frame", None)
         frame = Frame(self, parent, args, kwargs)
+        if parent is None and _recording._active and _recorder_get() is None:
+            _recording.warn_if_context_lost(self.tool_name)
         if self._hidden or (parent is not None and parent.hidden):
             frame.hidden = True
         if _hooks._hooks:
@@ -128,8 +121,9 @@ class Tool:
             cur = prev.get(name, 0) if prev else 0
             frame.name_depth = cur + 1
             if cur >= _MAX_AGENTIC_RECURSION_DEPTH:
-                error = RecursionError(f"agentic function {name} exceeded max nesting depth "
-                                       f"{_MAX_AGENTIC_RECURSION_DEPTH} — possible runaway recursion")
+                error = DepthCeilingExceeded(f"agentic function {name} exceeded max nesting depth "
+                                             f"{_MAX_AGENTIC_RECURSION_DEPTH} — possible runaway recursion",
+                                             function=name, limit=_MAX_AGENTIC_RECURSION_DEPTH)
                 self._refuse(frame, error)
                 raise error
             pushed[name] = cur + 1
@@ -142,7 +136,7 @@ class Tool:
         Returns the (possibly runtime-filled) arguments and the state `_exit` undoes.
         """
         extras = None
-        if self._needs_setup or _budget_get() is not None:
+        if self._needs_setup or (self.agentic and _budget_get() is not None):
             try:
                 extras = self._setup(frame, args, kwargs)
             except BaseException as exc:
@@ -165,13 +159,15 @@ class Tool:
         """The less common part of entry: budget scope, runtime injection, `system=`."""
         budget_token = runtime_token = owned = system_token = None
         try:
-            if self.agentic and (self.budget is not None or _budget_get() is not None):
+            if self.budget is not None:
                 budget_token = enter_frame(frame, self.budget)
+            elif self.agentic:
+                admit_frame(frame)
             runtime = _runtime_get()
             if self.runtime_params:
                 runtime, owned, args, kwargs = self._inject(runtime, args, kwargs)
             elif self.system is not None and runtime is None:
-                runtime = owned = _create_runtime()
+                runtime = owned = create_runtime()
             if runtime is not None and runtime is not _runtime_get():
                 runtime_token = _current_runtime.set(runtime)
             frame.runtime = runtime
@@ -236,7 +232,7 @@ class Tool:
         if given is not None:
             runtime = given
         elif runtime is None:
-            runtime = owned = _create_runtime()
+            runtime = owned = create_runtime()
         positional = None
         for name, index in self.runtime_params:
             if index is not None and index < len(args):
@@ -251,20 +247,29 @@ class Tool:
 
     def __call__(self, *args, **kwargs):
         frame, token = self._open(args, kwargs)
-        if self._needs_setup or _recorder_get() is not None or _budget_get() is not None:
+        if self._needs_setup or _recorder_get() is not None:
             args, kwargs, state = self._enter(frame, token, args, kwargs)
             try:
                 result = self.fn(*args, **kwargs)
             except BaseException as exc:
-                self._exit(frame, state, _status_of(exc), None, exc)
+                self._exit(frame, state, status_of(exc), None, exc)
                 raise
             self._exit(frame, state, "completed", result, None)
             return result
-        # Fast path: a standalone call with no runtime to inject, no recorder and no budget.
+        # Fast path: a standalone call with no runtime to inject and no recorder. Under a budget the
+        # frame is admitted (its depth checked), which sets nothing that would need undoing.
+        if self.agentic and _budget_get() is not None:
+            try:
+                admit_frame(frame)
+            except BaseException as exc:
+                _depth_reset(token)
+                if isinstance(exc, BudgetExceeded):
+                    self._refuse(frame, exc)
+                raise
         try:
             result = self.fn(*args, **kwargs)
         except BaseException as exc:
-            frame.status = _status_of(exc)
+            frame.status = status_of(exc)
             raise
         finally:
             _depth_reset(token)
@@ -303,7 +308,7 @@ class AsyncTool(Tool):
         try:
             result = await self.fn(*args, **kwargs)
         except BaseException as exc:
-            self._exit(frame, state, _status_of(exc), None, exc)
+            self._exit(frame, state, status_of(exc), None, exc)
             raise
         self._exit(frame, state, "completed", result, None)
         return result
@@ -332,11 +337,6 @@ class BoundTool:
 
     def __repr__(self) -> str:
         return f"<bound {self.tool!r} of {self.instance!r}>"
-
-
-def _create_runtime():
-    from .runtime import create_runtime
-    return create_runtime()
 
 
 def _decorate(fn: Callable, *, agentic: bool, expose: str = "io", render_range=None, input=None,

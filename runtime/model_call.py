@@ -4,8 +4,9 @@ Every model call, from `llm()` or from a turn of `Runtime.exec`, goes through `c
 
 1. the pre-invocation hooks run with a `ModelCall` event (a stop raises CancelledError here), and
    again every few milliseconds while the call is in flight, so a stop abandons a slow request;
-2. an active delegation budget reserves the call (`runtime.budget.reserve_llm_call`), committing the
-   tokens used afterwards or releasing the reservation on failure;
+2. the tree's default bound (`runtime.default_budget`) and an active delegation budget
+   (`runtime.budget.reserve_llm_call`) admit the call, committing the tokens used afterwards or
+   releasing the admission on failure;
 3. the recorder (if any, and the frame not hidden) gets `llm_started` / `llm_finished` around it.
 
 `user_turn` builds the user turn: the situational prompt naming the innermost running agentic function
@@ -17,10 +18,13 @@ from __future__ import annotations
 from typing import Optional
 
 from . import hooks as _hooks
+from .budget import reserve_llm_call
 from .context import Frame, _current_budget, _current_recorder
+from .default_budget import admit_default_call
 from .dispatch import _tool_deadline, check_tool_deadline
-from .errors import CancelledError
+from .errors import status_of
 from .messages import ModelReply, ModelRequest, normalize_content, text_block
+from .situation import situational_block
 
 
 class ModelCall:
@@ -43,22 +47,6 @@ class ModelCall:
         return f"<ModelCall in {self.name or 'no function'} model={self.request.model!r}>"
 
 
-def situational_block(frame: Optional[Frame]) -> Optional[dict]:
-    """The situational prompt for a model call made in `frame`, or None outside agentic functions."""
-    innermost = frame.innermost_agentic() if frame is not None else None
-    if innermost is None:
-        return None
-    from .runtime import _situational_prefix
-    path = []
-    current: Optional[Frame] = innermost
-    while current is not None:
-        if current.tool.agentic:
-            path.append(current.name)
-        current = current.parent
-    path.reverse()
-    return text_block(_situational_prefix(innermost.name, innermost.doc, call_path=path), "situational")
-
-
 def user_turn(content, frame: Optional[Frame]) -> dict:
     blocks = normalize_content(content)
     leading = []
@@ -73,20 +61,21 @@ def user_turn(content, frame: Optional[Frame]) -> dict:
     return {"role": "user", "content": leading + blocks}
 
 
-def _status_of(exc: BaseException) -> str:
-    return "cancelled" if isinstance(exc, (CancelledError, KeyboardInterrupt)) else "error"
-
-
 def call_model(provider, request: ModelRequest, frame: Optional[Frame]) -> ModelReply:
     event = ModelCall(frame, request)
     if _hooks._hooks:
         _hooks.run_pre_invocation_hooks(event)
     check_tool_deadline()
     check = _in_flight_check(event)
+    tally = admit_default_call(frame)
     reservation = None
     if _current_budget.get() is not None:
-        from .budget import reserve_llm_call
-        reservation = reserve_llm_call(frame)
+        try:
+            reservation = reserve_llm_call(frame)
+        except BaseException:
+            if tally is not None:
+                tally.release()
+            raise
     recorder = _current_recorder.get()
     if recorder is not None and frame is not None and frame.hidden:
         recorder = None
@@ -96,11 +85,15 @@ def call_model(provider, request: ModelRequest, frame: Optional[Frame]) -> Model
             handle = recorder.llm_started(frame, request.for_record())
         reply = provider.complete(request, check)
     except BaseException as exc:
+        if tally is not None:
+            tally.release()
         if reservation is not None:
             reservation.release()
         if recorder is not None:
-            recorder.llm_finished(handle, _status_of(exc), None, None, exc)
+            recorder.llm_finished(handle, status_of(exc), None, None, exc)
         raise
+    if tally is not None:
+        tally.commit(reply.total_tokens)
     if reservation is not None:
         reservation.commit(reply.total_tokens)
     if recorder is not None:

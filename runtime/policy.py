@@ -21,6 +21,8 @@ from typing import Any, Iterable, Optional
 
 from .registry import registry
 
+# What a bare `exec` offers: every registered tool, the running function included (seed 000).
+DEFAULT_TOOLSET = "full"
 LOAD_TOOLS = "load_tools"
 NOT_CHOSEN = "not in this call's tools or toolset"
 
@@ -102,7 +104,6 @@ def unattended_deny(runtime) -> set:
 
 def resolve_offered_tools(runtime, *, tools=None, toolset=None, tools_allow=None, tools_deny=None,
                           policy: Optional[dict] = None) -> OfferedTools:
-    from .runtime import DEFAULT_TOOLSET
     policy = policy or {}
     chosen_toolset = toolset if toolset is not None else policy.get("toolset") or DEFAULT_TOOLSET
     candidates = _candidates(tools, chosen_toolset)

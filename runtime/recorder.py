@@ -4,14 +4,26 @@ The runtime calls these methods; the web app (`dag.recorder`) implements them on
 recorder installed (a standalone run) the runtime skips every call, so recording costs nothing.
 
 Install one for a block of code with `use_recorder(recorder)`; it is held in a ContextVar, so two runs
-in two threads of one process record into their own sessions.
+in two threads of one process record into their own sessions. A thread that does not copy the
+caller's context (a bare `threading.Thread`, `executor.submit`) sees no recorder: its calls are not
+recorded and start a tree (and a default budget) of their own. When that happens while a recorded run
+is going on, `warn_if_context_lost` logs it once per `use_recorder` block, naming `runtime.submit`.
 """
 from __future__ import annotations
 
+import logging
+import threading
 from contextlib import contextmanager
 from typing import Any, Iterator, Optional
 
 from .context import Frame, _current_recorder
+
+logger = logging.getLogger("runtime")
+
+# The `use_recorder` blocks open in this process ({key: recorder}), and those already warned about.
+_active: dict = {}
+_warned: set = set()
+_active_lock = threading.Lock()
 
 
 class Recorder:
@@ -59,8 +71,29 @@ class Recorder:
 @contextmanager
 def use_recorder(recorder: Optional[Recorder]) -> Iterator[Optional[Recorder]]:
     """Record every call made inside the block with `recorder` (None: record nothing)."""
+    key = object()
+    if recorder is not None:
+        with _active_lock:
+            _active[key] = recorder
     token = _current_recorder.set(recorder)
     try:
         yield recorder
     finally:
         _current_recorder.reset(token)
+        with _active_lock:
+            _active.pop(key, None)
+            _warned.discard(key)
+
+
+def warn_if_context_lost(name: str) -> None:
+    """An entry call of `name` began with no recorder while recorded runs are going on in this process:
+    most likely a thread that did not carry the caller's context. Log it once per recorded run."""
+    with _active_lock:
+        fresh = [key for key in _active if key not in _warned]
+        _warned.update(fresh)
+    if fresh:
+        logger.warning(
+            "agentic function %s started in a thread that lost the caller's context while a recorded run "
+            "is going on: it is not recorded, and it runs under a default budget of its own instead of "
+            "the run's. Start threads with runtime.submit(executor, fn, ...) (or contextvars.copy_context()) "
+            "to keep it in the run.", name)

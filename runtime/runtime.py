@@ -13,32 +13,10 @@ from typing import Callable, Iterable, Optional
 
 from .context import _current_runtime, _system_override
 from .dispatch import ResultCache
+from .exec_loop import run_exec, run_llm
+from .policy import DEFAULT_TOOLSET  # noqa: F401  (the seed's name, read here by users and tests)
 from .providers.base import Provider, create_provider, resolve_model, split_model_spec
-
-DEFAULT_TOOLSET = "full"
-
-_SITUATIONAL_TEMPLATE = (
-    "[Execution context] You are currently running INSIDE the agentic function `{fn_name}`.\n"
-    "The tool list may include `{fn_name}` itself — do NOT call it. Calling `{fn_name}`\n"
-    "re-enters where you are now and causes infinite recursion. Use lower-level tools\n"
-    "(search / read-write files / run code) to do the work directly."
-)
-
-
-def _situational_prefix(fn_name: str, fn_doc: str, call_path: Optional[list[str]] = None) -> str:
-    """Tell the model which function it is running inside, warning first, docstring last.
-
-    The docstring is what tempts a model to call the function again (it matches the task), so it is
-    demoted below the warning. With other agentic functions on the chain, the call path is listed so
-    the model can avoid cycles through them too.
-    """
-    text = _SITUATIONAL_TEMPLATE.format(fn_name=fn_name)
-    if call_path and len(call_path) > 1:
-        text += "\nCall path: " + " → ".join(call_path)
-    if fn_doc and fn_doc.strip():
-        text += f"\n\nThis function's job: {fn_doc.strip()}"
-    return text
-
+from .situation import _SITUATIONAL_TEMPLATE, _situational_prefix  # noqa: F401  (the seed's names)
 
 def _env_flag(name: str, default: bool) -> bool:
     value = os.environ.get(name)
@@ -150,7 +128,6 @@ class Runtime:
         With no `tools`/`toolset`, every registered tool is offered (DEFAULT_TOOLSET), the running
         agentic function included. `budget` (a runtime.Budget) bounds everything this exec does.
         """
-        from .exec_loop import run_exec
         kwargs = dict(tools=tools, toolset=toolset, tools_allow=tools_allow, tools_deny=tools_deny,
                       tool_choice=tool_choice, max_iterations=max_iterations, timeout_s=timeout_s, model=model)
         if budget is None:
@@ -164,7 +141,6 @@ class Runtime:
 
     def llm(self, content, model: Optional[str] = None, timeout_s: Optional[float] = None) -> str:
         """One model call with no tools; the reply's text."""
-        from .exec_loop import run_llm
         return run_llm(self, content, model=model, timeout_s=timeout_s)
 
     def close(self) -> None:

@@ -69,12 +69,16 @@ def _blocks(content: Any) -> list[dict]:
 
 
 def to_anthropic_messages(request: ModelRequest) -> list[dict]:
-    """Tool results go back as one user turn of tool_result blocks, as the protocol requires."""
+    """Tool results go back as one user turn of tool_result blocks, as the protocol requires; a user turn
+    right after them (the runtime's note on a refusal) joins that turn after its tool_result blocks."""
     messages: list[dict] = []
     for message in request.messages:
         role = message["role"]
         if role == "user":
-            messages.append({"role": "user", "content": _blocks(message["content"])})
+            if messages and messages[-1]["role"] == "user":
+                messages[-1]["content"].extend(_blocks(message["content"]))
+            else:
+                messages.append({"role": "user", "content": _blocks(message["content"])})
         elif role == "assistant":
             content = [{"type": "text", "text": message["content"]}] if message.get("content") else []
             content += [{"type": "tool_use", "id": c["id"], "name": c["name"],

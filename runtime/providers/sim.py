@@ -11,7 +11,9 @@ one. Its whole policy:
    function `X`" (or on its "Call path:" line) is never called. `sim:naive` ignores the prompt, so it
    happily calls the function it is running inside: that is the runaway the depth ceiling stops.
 4. Once it has tool results it answers with a summary quoting them (an error result included), so it
-   never loops on a failing call.
+   never loops on a failing call. `sim:naive` is a weak model that insists: when its last calls came
+   back as errors (a refusal included) it makes the same calls again, once, which is what ends a
+   runaway's run at the depth ceiling's second refusal.
 """
 from __future__ import annotations
 
@@ -44,10 +46,13 @@ class SimProvider(Provider):
         first = request.messages[0]["content"] if request.messages else []
         task = blocks_text(first, include_sources=False).strip()
         results = [m for m in request.messages if m.get("role") == "tool"]
-        if results or request.tool_choice == "none" or not request.tools:
+        naive = (request.model or self.model) == NAIVE
+        insisted = _insisting_calls(request.messages) if naive and request.tools else None
+        if insisted:
+            reply = ModelReply(tool_calls=insisted)
+        elif results or request.tool_choice == "none" or not request.tools:
             reply = ModelReply(text=self._answer(task, results))
         else:
-            naive = (request.model or self.model) == NAIVE
             forbidden = set() if naive else forbidden_names(blocks_text(first))
             calls = self._choose_calls(task, request, forbidden)
             reply = ModelReply(tool_calls=calls) if calls else ModelReply(text=self._answer(task, []))
@@ -78,6 +83,25 @@ class SimProvider(Provider):
         head = ("(simulated model) A tool call failed, so I stop here and report it."
                 if errors else "(simulated model) Done. Tool results:")
         return head + "\n" + "\n".join(lines)
+
+
+def _insisting_calls(messages: list[dict]) -> Optional[list[ToolCall]]:
+    """The calls of the last assistant turn again, when every one of them came back as an error and
+    they have not been repeated already; else None."""
+    assistants = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
+    if not assistants:
+        return None
+    last = assistants[-1]
+    calls = messages[last].get("tool_calls") or []
+    results = [m for m in messages[last + 1:] if m.get("role") == "tool"]
+    if not calls or not results or not all(r.get("is_error") for r in results):
+        return None
+    def shape(turn: dict) -> list:
+        return [(c["name"], c.get("arguments")) for c in turn.get("tool_calls") or ()]
+    if len(assistants) > 1 and shape(messages[assistants[-2]]) == shape(messages[last]):
+        return None  # insisted once already
+    return [ToolCall(f"sim_{len(messages)}_{i}", c["name"], c.get("arguments") or {})
+            for i, c in enumerate(calls)]
 
 
 def forbidden_names(prompt_text: str) -> set[str]:

@@ -1,13 +1,12 @@
 """Runtime.exec and llm(): the loop's bounds, hooks and budget around every model call, model choice."""
-import sys
-import types
-
 import pytest
 
 from runtime import (Budget, BudgetExceeded, CancelledError, Recorder, agentic_function, function,
                      use_recorder)
 from runtime.context import _current_budget
+from runtime.errors import ExecLimitExceeded, OpenProgramError
 from runtime.exec_loop import ExecTimeout
+from runtime import model_call
 from runtime.model_call import ModelCall
 from runtime.providers import ScriptedProvider, SimProvider
 from runtime.runtime import Runtime, create_runtime, llm
@@ -66,9 +65,8 @@ class FakeReservation:
 def fake_budget(monkeypatch):
     """runtime.budget's reserve/commit/release API, recorded; the budget scope marked active."""
     log = []
-    module = types.ModuleType("runtime.budget")
-    module.reserve_llm_call = lambda frame: log.append(("reserve", frame.name if frame else None)) or FakeReservation(log)
-    monkeypatch.setitem(sys.modules, "runtime.budget", module)
+    monkeypatch.setattr(model_call, "reserve_llm_call",
+                        lambda frame: log.append(("reserve", frame.name if frame else None)) or FakeReservation(log))
     token = _current_budget.set(object())
     yield log
     _current_budget.reset(token)
@@ -93,8 +91,10 @@ def test_a_failed_model_call_releases_its_reservation(fake_budget):
     assert fake_budget == [("reserve", None), ("release",)]
 
 
-def test_no_budget_means_no_budget_module_is_touched(monkeypatch):
-    monkeypatch.setitem(sys.modules, "runtime.budget", None)  # importing it would fail
+def test_no_budget_means_no_reservation_is_asked_for(monkeypatch):
+    def refuse(frame):
+        raise AssertionError("reserve_llm_call was called with no budget open")
+    monkeypatch.setattr(model_call, "reserve_llm_call", refuse)
     assert Runtime(provider=ScriptedProvider(["ok"])).exec("go") == "ok"
 
 
@@ -145,9 +145,11 @@ def test_max_iterations_bounds_the_loop():
         return "more"
 
     provider = ScriptedProvider([{"tool_calls": [{"name": "again"}]}] * 3)
-    answer = Runtime(provider=provider).exec("go", tools=[again], max_iterations=3)
+    with pytest.raises(ExecLimitExceeded) as caught:
+        Runtime(provider=provider).exec("go", tools=[again], max_iterations=3)
     assert len(provider.requests) == 3
-    assert "max_iterations=3" in answer
+    assert "max_iterations=3" in str(caught.value) and caught.value.limit == 3
+    assert isinstance(caught.value, OpenProgramError)
 
 
 def test_timeout_s_ends_the_loop_between_turns(monkeypatch):
@@ -247,7 +249,7 @@ def make_wiki_agent(entered):
     return wiki_agent
 
 
-def test_naive_sim_self_recurses_into_the_depth_ceiling():
+def test_naive_sim_self_recurses_into_the_depth_ceiling_and_its_insisting_ends_the_run():
     entered = []
     refused = []
 
@@ -256,12 +258,14 @@ def test_naive_sim_self_recurses_into_the_depth_ceiling():
             refused.append((frame.name, frame.name_depth, str(error)))
 
     wiki_agent = make_wiki_agent(entered)
-    with use_recorder(Refusals()):
-        answer = wiki_agent("maintain the wiki vault", runtime=create_runtime(model="sim:naive"))
-    assert len(entered) == 5  # five frames ran; the sixth was refused by the guard
-    assert refused == [("wiki_agent", 6, "agentic function wiki_agent exceeded max nesting depth 5 — "
-                                         "possible runaway recursion")]
-    assert "exceeded max nesting depth 5" in answer
+    runtime = create_runtime(model="sim:naive")
+    with use_recorder(Refusals()), pytest.raises(RecursionError) as caught:
+        wiki_agent("maintain the wiki vault", runtime=runtime)
+    assert len(entered) == 5  # five frames ran; the sixth was refused by the guard, twice
+    message = "agentic function wiki_agent exceeded max nesting depth 5 — possible runaway recursion"
+    assert refused == [("wiki_agent", 6, message)] * 2
+    assert str(caught.value) == message
+    assert runtime.usage["model_calls"] == 6  # one per level, and level 5's model insisted once
 
 
 def test_naive_per_call_model_also_recurses():
@@ -273,7 +277,8 @@ def test_naive_per_call_model_also_recurses():
         entered.append(task)
         return runtime.exec(task, model="sim:naive")
 
-    wiki_agent("maintain the wiki vault", runtime=create_runtime(model="sim"))
+    with pytest.raises(RecursionError):
+        wiki_agent("maintain the wiki vault", runtime=create_runtime(model="sim"))
     assert len(entered) == 5
 
 

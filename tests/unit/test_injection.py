@@ -18,7 +18,7 @@ def created(monkeypatch):
         made.append(rt)
         return rt
 
-    monkeypatch.setattr(function_module, "_create_runtime", fake_create_runtime)
+    monkeypatch.setattr(function_module, "create_runtime", fake_create_runtime)
     return made
 
 

@@ -369,11 +369,11 @@ def test_a_large_batch_is_split_into_contiguous_batches_under_the_limit():
     assert all(frame["type"] == "batch" and frame["rev"] == frame["items"][-1]["rev"] for frame in frames)
 
 
-@pytest.mark.parametrize("function, args", [
-    ("wiki_agent", {"question": "How does the recursion guard work?"}),
-    ("runaway_agent", {"task": "Summarise the notes"}),
+@pytest.mark.parametrize("function, args, ends", [
+    ("wiki_agent", {"question": "How does the recursion guard work?"}, "completed"),
+    ("runaway_agent", {"task": "Summarise the notes"}, "error"),  # the depth ceiling ends the runaway
 ])
-async def test_a_real_run_streams_exactly_what_it_recorded(user, monkeypatch, function, args):
+async def test_a_real_run_streams_exactly_what_it_recorded(user, monkeypatch, function, args, ends):
     """The whole path: executor entry point, recorder, revisions, broadcast, layer, consumer."""
     from dag.runs import run_session
 
@@ -388,7 +388,7 @@ async def test_a_real_run_streams_exactly_what_it_recorded(user, monkeypatch, fu
     rev, status, nodes = await database_sync_to_async(database_state)(session.pk)
     await read_until(comm, mirror, rev)
     await comm.disconnect()
-    assert status == "completed" and len(nodes) > 2
+    assert status == ends and len(nodes) > 2
     assert (mirror.rev, mirror.session["status"], mirror.nodes) == (rev, status, nodes)
 
 
