@@ -5,9 +5,9 @@ import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from dag import revisions
 from dag.models import Node, Session
-from dag.runs import run_session
+from dag.recording import revisions
+from dag.runs.lifecycle import run_session
 
 
 pytestmark = pytest.mark.django_db
@@ -281,7 +281,7 @@ def test_session_auth_needs_csrf_for_writes(client, user):
 
 @pytest.mark.django_db
 def test_a_session_records_the_model_it_was_launched_on(monkeypatch, user):
-    from dag.launch import configured_model, create_session
+    from dag.runs.launch import configured_model, create_session
 
     for name in ("OPENPROGRAM_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)

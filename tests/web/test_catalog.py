@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from dag import catalog
+from dag.runs import catalog
 from runtime import registry
 
 

@@ -12,8 +12,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from dag.local_user import LOCAL_USERNAME
 from dag.models import Node, Session
+from dag.runs.local_user import LOCAL_USERNAME
 
 from ..database_url import database_url
 from .launch_helpers import wait_for
@@ -112,7 +112,7 @@ def test_ctrl_c_stops_the_run_and_exits_130(local_user):
 def test_a_long_tree_shows_the_latest_calls_with_their_callers():
     from rich.console import Console
 
-    from dag.cli_tree import build_tree
+    from dag.live.cli_tree import build_tree
 
     session = {"id": "s", "function": "f", "status": "running"}
     root = {"id": 1, "seq": 0, "parent": None, "kind": "code", "name": "f", "status": "running", "input": {},

@@ -4,9 +4,10 @@ import threading
 import pytest
 from django.db import connections
 
-from dag import broadcast, revisions
+from dag.live import broadcast
 from dag.models import Node, Session
-from dag.recorder import DjangoRecorder
+from dag.recording import revisions
+from dag.recording.recorder import DjangoRecorder
 from runtime import agentic_function, use_recorder
 
 from .dag_helpers import new_session

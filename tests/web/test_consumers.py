@@ -15,7 +15,8 @@ from channels.testing import WebsocketCommunicator
 from django.db import connection, transaction
 from django.test import Client
 
-from dag import broadcast, stream_frames
+from dag.live import broadcast
+from dag.live import frames as stream_frames  # `frames` is a local name in these tests
 from dag.models import Node, Session
 from dag.routing import websocket_urlpatterns
 
@@ -375,7 +376,7 @@ def test_a_large_batch_is_split_into_contiguous_batches_under_the_limit():
 ])
 async def test_a_real_run_streams_exactly_what_it_recorded(user, monkeypatch, function, args):
     """The whole path: executor entry point, recorder, revisions, broadcast, layer, consumer."""
-    from dag.runs import run_session
+    from dag.runs.lifecycle import run_session
 
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OPENPROGRAM_MODEL"):
         monkeypatch.delenv(name, raising=False)  # the offline simulated model

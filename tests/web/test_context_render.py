@@ -1,9 +1,9 @@
 """What a model call inside a function is shown of the DAG: render_range slices, expose filtering, format."""
 import pytest
 
-from dag import context_render, revisions
-from dag.context_render import render_frame_context
 from dag.models import Node
+from dag.recording import context_render, revisions
+from dag.recording.context_render import render_frame_context
 from runtime import Runtime, agentic_function, function
 from runtime.providers import ScriptedProvider
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from dag.models import Node, Session
-from dag.runs import run_session
+from dag.runs.lifecycle import run_session
 
 
 pytestmark = pytest.mark.django_db

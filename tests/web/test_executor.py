@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from dag.executor import Executor, InProcessExecutor, get_executor
-from dag.launch import launch
 from dag.models import Session
+from dag.runs.executors import Executor, InProcessExecutor, get_executor
+from dag.runs.launch import launch
 
 
 class RecordingExecutor(Executor):
@@ -36,8 +36,8 @@ def test_launches_go_to_the_configured_executor(settings, user, test_functions):
 
 
 @pytest.mark.parametrize("path, error, message", [
-    ("dag.executor.NoSuchExecutor", ImportError, "OPENPROGRAM_EXECUTOR='dag.executor.NoSuchExecutor' cannot be imported"),
-    ("dag.models.Session", TypeError, "is not a dag.executor.Executor subclass"),
+    ("dag.runs.executors.NoSuchExecutor", ImportError, "OPENPROGRAM_EXECUTOR='dag.runs.executors.NoSuchExecutor' cannot be imported"),
+    ("dag.models.Session", TypeError, "is not a dag.runs.executors.Executor subclass"),
 ])
 def test_a_wrong_setting_is_named(settings, path, error, message):
     settings.OPENPROGRAM_EXECUTOR = path
@@ -52,7 +52,7 @@ def test_a_pool_needs_a_worker():
 
 @pytest.mark.django_db
 def test_a_wrong_setting_fails_the_launch_before_a_session_is_saved(settings, user, test_functions):
-    settings.OPENPROGRAM_EXECUTOR = "dag.executor.NoSuchExecutor"
+    settings.OPENPROGRAM_EXECUTOR = "dag.runs.executors.NoSuchExecutor"
     with pytest.raises(ImportError, match="OPENPROGRAM_EXECUTOR"):
         launch(user, "echo", {"text": "x"})
     assert not Session.objects.filter(owner=user).exists()  # no session left queued with no run

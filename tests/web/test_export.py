@@ -5,9 +5,9 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from dag import revisions
-from dag.export import SessionImportError, export_session, import_session
 from dag.models import Session
+from dag.recording import revisions
+from dag.recording.export import SessionImportError, export_session, import_session
 from runtime import agentic_function
 
 from .dag_helpers import model_call, new_session, recording

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from dag.forms import LaunchForm
 from dag.models import Session
+from dag.pages.forms import LaunchForm
 
 from .launch_helpers import echo, widgets
 

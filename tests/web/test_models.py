@@ -1,12 +1,13 @@
-"""Session and Node, and dag.revisions: the one path that writes them, bumps `rev` and publishes."""
+"""Session and Node, and dag.recording.revisions: the one path that writes them, bumps `rev` and publishes."""
 from datetime import timedelta
 
 import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from dag import broadcast, revisions, write_sql
+from dag.live import broadcast
 from dag.models import Node, Session
+from dag.recording import revisions, write_sql
 
 from .dag_helpers import new_session
 

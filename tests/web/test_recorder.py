@@ -4,10 +4,10 @@ import math
 
 import pytest
 
-from dag import broadcast
+from dag.live import broadcast
 from dag.models import Node, Session
-from dag.recorder import DjangoRecorder, recorded_ancestor
-from dag.values import json_safe, preview
+from dag.recording.recorder import DjangoRecorder, recorded_ancestor
+from dag.recording.values import json_safe, preview
 from runtime import (Budget, BudgetExceeded, CancelledError, Runtime, add_pre_invocation_hook,
                      agentic_function, function, remove_pre_invocation_hook)
 from runtime.function import _MAX_AGENTIC_RECURSION_DEPTH
@@ -87,8 +87,8 @@ def test_an_exception_ends_the_node_with_error_and_its_text():
 
 def test_an_error_text_holding_nul_still_ends_the_node_and_the_session():
     # PostgreSQL text cannot hold NUL: storing the raw message failed the backfill and left the node
-    # (and, through runs.finish, the session) running.
-    from dag import runs
+    # (and, through lifecycle.finish, the session) running.
+    from dag.runs import lifecycle
 
     @agentic_function
     def reads_binary():
@@ -100,7 +100,7 @@ def test_an_error_text_holding_nul_still_ends_the_node_and_the_session():
     [node] = nodes_of(session)
     assert node.status == "error" and node.error == "ValueError: bad byte \ufffd in the file"
 
-    assert runs.finish(session.pk, Session.Status.ERROR, error="ValueError: bad byte \x00 again")
+    assert lifecycle.finish(session.pk, Session.Status.ERROR, error="ValueError: bad byte \x00 again")
     session.refresh_from_db()
     assert session.status == "error" and session.error == "ValueError: bad byte \ufffd again"
 

@@ -6,9 +6,10 @@ import threading
 import pytest
 from rest_framework.test import APIClient
 
-from dag import revisions, runs, stop
-from dag.launch import launch
 from dag.models import Node, Session
+from dag.recording import revisions
+from dag.runs import lifecycle, stop
+from dag.runs.launch import launch
 from runtime.hooks import installed_hooks
 
 from .launch_helpers import wait_for, wait_for_end
@@ -44,7 +45,7 @@ def test_stop_before_start_cancels_at_once_and_the_run_never_starts(api, user):
     session = Session.objects.create(owner=user, function="slow_count", args={"n": 3, "delay_s": 0})
     body = api.post(f"/api/sessions/{session.pk}/stop/").json()
     assert body["status"] == "cancelled" and body["cancel_requested"] is True
-    runs.run_session(session.pk)  # a worker picking it up later does nothing
+    lifecycle.run_session(session.pk)  # a worker picking it up later does nothing
     session.refresh_from_db()
     assert session.status == "cancelled" and session.started_at is None
     assert nodes_of(session) == []
@@ -55,9 +56,9 @@ def test_a_queued_session_with_a_persisted_stop_is_cancelled_when_picked_up(user
     # The flag was written (e.g. by another process) while the session was still queued.
     session = Session.objects.create(owner=user, function="slow_count", args={"n": 3, "delay_s": 0},
                                      cancel_requested=True)
-    runs.run_session(session.pk)
+    lifecycle.run_session(session.pk)
     session.refresh_from_db()
-    assert session.status == "cancelled" and session.error == runs.STOPPED_BEFORE_START
+    assert session.status == "cancelled" and session.error == lifecycle.STOPPED_BEFORE_START
     assert nodes_of(session) == []
 
 
@@ -68,15 +69,15 @@ def test_stop_between_claim_and_first_call_is_not_lost(user, test_functions, mon
     # The stop lands after the run claimed the session (running) but before its signal exists, so
     # signalling it in this process finds nothing; the persisted flag must still stop the first call.
     session = Session.objects.create(owner=user, function="echo", args={"text": "hi"})
-    claim = runs._claim
+    claim = lifecycle._claim
 
     def claim_then_stop(session_id):
         claimed = claim(session_id)
-        assert runs.request_stop(session_id).status == "running"
+        assert lifecycle.request_stop(session_id).status == "running"
         return claimed
 
-    monkeypatch.setattr(runs, "_claim", claim_then_stop)
-    runs.run_session(session.pk)
+    monkeypatch.setattr(lifecycle, "_claim", claim_then_stop)
+    lifecycle.run_session(session.pk)
     session.refresh_from_db()
     assert session.status == "cancelled" and session.result is None
     assert_nothing_left_running(session)
@@ -115,9 +116,9 @@ def test_stop_requested_in_another_process_is_seen_through_the_database(user):
 def test_a_late_completion_never_overwrites_cancelled(user):
     session = launch(user, "slow_count", {"n": 200, "delay_s": 0.05})
     started_counting(session)
-    runs.request_stop(session.pk)
+    lifecycle.request_stop(session.pk)
     wait_for_end(session)
-    assert runs.finish(session.pk, Session.Status.COMPLETED, result=200) is False
+    assert lifecycle.finish(session.pk, Session.Status.COMPLETED, result=200) is False
     session.refresh_from_db()
     assert session.status == "cancelled" and session.result is None
 
@@ -127,7 +128,7 @@ def test_stop_only_stops_its_own_run(user):
     stopped = launch(user, "slow_count", {"n": 200, "delay_s": 0.05})
     other = launch(user, "slow_count", {"n": 4, "delay_s": 0.05})
     started_counting(stopped)
-    runs.request_stop(stopped.pk)
+    lifecycle.request_stop(stopped.pk)
     assert wait_for_end(stopped).status == "cancelled"
     assert wait_for_end(other).status == "completed" and other.result == 4
 
@@ -220,7 +221,7 @@ def test_orphaned_sessions_are_interrupted_at_startup(user):
     node = revisions.create_node(running.pk, kind="code", name="slow_count", depth=1)
     queued = Session.objects.create(owner=user, function="slow_count")
     done = Session.objects.create(owner=user, function="slow_count", status="completed")
-    assert runs.interrupt_orphaned_sessions() == 2
+    assert lifecycle.interrupt_orphaned_sessions() == 2
     for session in (running, queued, done):
         session.refresh_from_db()
     assert running.status == queued.status == "interrupted" and done.status == "completed"
@@ -233,7 +234,7 @@ def test_stop_abandons_an_in_flight_model_request(user, test_functions):
     session = launch(user, "ask_hanging_model", {})
     wait_for(lambda: Node.objects.filter(session=session, kind="llm", status="running").exists(),
              what="the model request to be in flight")
-    runs.request_stop(session.pk)
+    lifecycle.request_stop(session.pk)
     assert wait_for_end(session).status == "cancelled"
     [model_call] = Node.objects.filter(session=session, kind="llm")
     assert model_call.status == "cancelled"

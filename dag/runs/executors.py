@@ -65,7 +65,7 @@ class InProcessExecutor(Executor):
 
 
 def _run_in_thread(session_id) -> None:
-    from .runs import run_session
+    from .lifecycle import run_session
 
     close_old_connections()
     try:
@@ -100,6 +100,6 @@ def get_executor() -> Executor:
             except ImportError as exc:
                 raise ImportError(f"OPENPROGRAM_EXECUTOR={path!r} cannot be imported: {exc}") from exc
             if not (isinstance(cls, type) and issubclass(cls, Executor)):
-                raise TypeError(f"OPENPROGRAM_EXECUTOR={path!r} is not a dag.executor.Executor subclass")
+                raise TypeError(f"OPENPROGRAM_EXECUTOR={path!r} is not a dag.runs.executors.Executor subclass")
             _executor = cls()
         return _executor

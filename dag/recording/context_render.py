@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
-from .models import Node
+from ..models import Node
 from .values import truncate
 
 DEFAULT_RANGE = {"callers": None, "subcalls": -1}

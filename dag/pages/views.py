@@ -7,10 +7,10 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
-from . import catalog
+from ..models import Session
+from ..runs import catalog
+from ..runs.launch import LaunchRejected, launch
 from .forms import LaunchForm
-from .launch import LaunchRejected, launch
-from .models import Session
 
 
 def session_page_url(session: Session) -> str:

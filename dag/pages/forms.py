@@ -17,7 +17,7 @@ from typing import Any
 
 from django import forms
 
-from .launch import argument_problems
+from ..runs.launch import argument_problems
 
 OMIT = object()  # "leave this argument out" (a required one: the schema check then says so)
 

@@ -5,7 +5,7 @@ the next node's `seq`) and stamps the changed row with the new revision. Advanci
 the session row's write lock (SQLite: the IMMEDIATE transaction; PostgreSQL: the row lock of the
 UPDATE), so writers of one session queue behind each other: `seq` stays gap-free, revisions are
 committed in increasing order, and "everything after revision R" is never missing a change that a
-later revision already shows. After the commit, the change is handed to `dag.broadcast.publish`.
+later revision already shows. After the commit, the change is handed to `dag.live.broadcast.publish`.
 
 Terminal statuses are final here, not by convention in callers: a backfill or status change that
 arrives after a node or session ended is dropped and reported as `False`.
@@ -19,8 +19,9 @@ from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from . import broadcast, write_sql
-from .models import Node, Session
+from ..live import broadcast
+from ..models import Node, Session
+from . import write_sql
 from .values import json_safe
 from .write_transaction import WriteTransaction
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from rich.text import Text
 from rich.tree import Tree
 
-from .values import preview
+from ..recording.values import preview
 
 STATUS_STYLES = {"running": "yellow", "completed": "green", "error": "red", "cancelled": "magenta",
                  "refused": "bold red", "interrupted": "red", "queued": "dim"}

@@ -12,9 +12,9 @@ from django.conf import settings
 from runtime.providers.base import resolve_model
 from runtime.spec import argument_errors
 
+from ..models import Session
 from . import catalog
-from .executor import get_executor
-from .models import Session
+from .executors import get_executor
 
 NON_FIELD = "__all__"
 

@@ -23,7 +23,7 @@ from django.db import connection
 
 from runtime import CancelledError, add_pre_invocation_hook, remove_pre_invocation_hook
 
-from .models import Session
+from ..models import Session
 
 log = logging.getLogger(__name__)
 

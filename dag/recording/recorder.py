@@ -1,11 +1,11 @@
 """`DjangoRecorder`: the runtime's recorder seam implemented on the ORM, one session per recorder.
 
 Install it around a run with `runtime.use_recorder(DjangoRecorder(session))`. Every event is one short
-transaction through `dag.revisions` (entry: advance the counter + INSERT; exit: advance + UPDATE), and the
-recorder keeps the nodes it opened in memory so a backfill needs no read.
+transaction through `dag.recording.revisions` (entry: advance the counter + INSERT; exit: advance +
+UPDATE), and the recorder keeps the nodes it opened in memory so a backfill needs no read.
 
 Async agentic functions call the recorder from inside an event loop, where the ORM refuses to run;
-`dag.loop_offload` moves those writes to a private thread. `close()` ends that thread (it also ends
+`dag.recording.loop_offload` moves those writes to a private thread. `close()` ends that thread (it also ends
 when the recorder is garbage-collected).
 """
 from __future__ import annotations
@@ -18,10 +18,10 @@ from django.utils import timezone
 from runtime.context import Frame
 from runtime.recorder import Recorder
 
+from ..models import Node, Session
 from . import revisions
 from .context_render import render_frame_context
 from .loop_offload import LoopOffload
-from .models import Node, Session
 from .values import clean_text, json_safe
 
 

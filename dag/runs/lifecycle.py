@@ -1,7 +1,7 @@
 """Running one session, start to terminal status, and recovering sessions whose process died.
 
 Whatever ends a run (return, exception, stop, shutdown), the session gets exactly one terminal status
-and no node stays `running`. Status changes go through `dag.revisions`, where a terminal status is
+and no node stays `running`. Status changes go through `dag.recording.revisions`, where a terminal status is
 final, so a stop's `cancelled` is never overwritten by a late `completed`.
 """
 from __future__ import annotations
@@ -13,10 +13,11 @@ from django.db import transaction
 
 from runtime import CancelledError, use_recorder
 
-from . import catalog, revisions, stop
-from .models import Node, Session
-from .recorder import DjangoRecorder, error_text
-from .values import clean_text
+from ..models import Node, Session
+from ..recording import revisions
+from ..recording.recorder import DjangoRecorder, error_text
+from ..recording.values import clean_text
+from . import catalog, stop
 
 log = logging.getLogger(__name__)
 

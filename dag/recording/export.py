@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 from django.db import transaction
 
-from .models import Node, Session
+from ..models import Node, Session
 
 EXPORT_VERSION = 1
 # Session fields an import restores; id, owner and node_count are the new session's own.

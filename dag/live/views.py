@@ -16,7 +16,7 @@ from django.shortcuts import get_object_or_404, render
 
 from runtime import max_recursion_depth
 
-from .models import Session
+from ..models import Session
 
 SESSIONS_PER_PAGE = 50
 

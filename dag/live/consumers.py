@@ -5,7 +5,7 @@ Protocol (server -> client, JSON):
   state up to revision R. `since_rev` null means the full DAG (replace); a number means only rows
   changed after S (merge). Sent on connect, and again whenever the server repairs a gap from the
   database. A large snapshot continues in `{"type": "snapshot_more", "nodes": [...], "rev": R,
-  "more": M}` frames until `more` is false (see dag.stream_frames: frames stay under 1 MiB).
+  "more": M}` frames until `more` is false (see dag.live.frames: frames stay under 1 MiB).
 - `{"type": "node"|"session", "rev": R, ...}` and `{"type": "batch", "items": [...], "rev": R}`: live
   changes, contiguous in rev order after the snapshot.
 - `{"type": "heartbeat", "rev": R}` every `OPENPROGRAM_WS_HEARTBEAT_S` seconds.
@@ -27,9 +27,9 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
+from ..models import Node, Session
 from . import broadcast
-from .models import Node, Session
-from .stream_frames import live_frames, snapshot_frames
+from .frames import live_frames, snapshot_frames
 
 log = logging.getLogger(__name__)
 
