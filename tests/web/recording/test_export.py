@@ -10,7 +10,7 @@ from dag.recording import revisions
 from dag.recording.export import SessionImportError, export_session, import_session
 from runtime import agentic_function
 
-from .dag_helpers import model_call, new_session, recording
+from ..dag_helpers import model_call, new_session, recording
 
 pytestmark = pytest.mark.django_db
 

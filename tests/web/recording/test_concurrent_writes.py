@@ -10,7 +10,7 @@ from dag.recording import revisions
 from dag.recording.recorder import DjangoRecorder
 from runtime import agentic_function, use_recorder
 
-from .dag_helpers import new_session
+from ..dag_helpers import new_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

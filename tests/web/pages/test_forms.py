@@ -9,7 +9,7 @@ import pytest
 from dag.models import Session
 from dag.pages.forms import LaunchForm
 
-from .launch_helpers import echo, widgets
+from ..launch_helpers import echo, widgets
 
 pytestmark = pytest.mark.django_db
 

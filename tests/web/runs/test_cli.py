@@ -15,10 +15,10 @@ from django.db import connection
 from dag.models import Node, Session
 from dag.runs.local_user import LOCAL_USERNAME
 
-from ..database_url import database_url
-from .launch_helpers import wait_for
+from ...database_url import database_url
+from ..launch_helpers import wait_for
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from dag.runs import lifecycle, stop
 from dag.runs.launch import launch
 from runtime.hooks import installed_hooks
 
-from .launch_helpers import wait_for, wait_for_end
+from ..launch_helpers import wait_for, wait_for_end
 
 
 @pytest.fixture

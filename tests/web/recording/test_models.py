@@ -9,7 +9,7 @@ from dag.live import broadcast
 from dag.models import Node, Session
 from dag.recording import revisions, write_sql
 
-from .dag_helpers import new_session
+from ..dag_helpers import new_session
 
 pytestmark = pytest.mark.django_db
 

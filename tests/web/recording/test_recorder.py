@@ -12,7 +12,7 @@ from runtime import (Budget, BudgetExceeded, CancelledError, Runtime, add_pre_in
                      agentic_function, function, remove_pre_invocation_hook)
 from runtime.function import _MAX_AGENTIC_RECURSION_DEPTH
 
-from .dag_helpers import model_call, new_session, recording
+from ..dag_helpers import model_call, new_session, recording
 
 pytestmark = pytest.mark.django_db
 

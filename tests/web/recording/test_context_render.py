@@ -7,7 +7,7 @@ from dag.recording.context_render import render_frame_context
 from runtime import Runtime, agentic_function, function
 from runtime.providers import ScriptedProvider
 
-from .dag_helpers import model_call, new_session, recording, visible_context
+from ..dag_helpers import model_call, new_session, recording, visible_context
 
 pytestmark = pytest.mark.django_db
 

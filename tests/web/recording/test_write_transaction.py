@@ -5,7 +5,7 @@ from django.db import IntegrityError, transaction
 from dag.models import Session
 from dag.recording.write_transaction import WriteTransaction, placeholders
 
-from .dag_helpers import new_session
+from ..dag_helpers import new_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
