@@ -60,9 +60,9 @@ def measure(database_url: str, calls: int) -> dict:
     from django.core.management import call_command
     from django.db import connections
 
-    from dag import broadcast
+    from dag.live import broadcast
     from dag.models import Node, Session
-    from dag.recorder import DjangoRecorder
+    from dag.recording.recorder import DjangoRecorder
     from django.contrib.auth import get_user_model
     from runtime import agentic_function, use_recorder
     from runtime.context import current_frame, current_recorder

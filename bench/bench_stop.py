@@ -41,9 +41,10 @@ django.setup()
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
-from dag import revisions, runs  # noqa: E402
-from dag.launch import launch  # noqa: E402
 from dag.models import Node, Session  # noqa: E402
+from dag.recording import revisions  # noqa: E402
+from dag.runs import lifecycle  # noqa: E402
+from dag.runs.launch import launch  # noqa: E402
 from runtime import agentic_function  # noqa: E402
 from runtime.runtime import llm  # noqa: E402
 
@@ -98,10 +99,10 @@ def main() -> None:
               f"database: {django.db.connection.vendor})")
         cases = [
             ("slow_count(n=1000, delay_s=0.5), stop in-process", "slow_count", {"n": 1000, "delay_s": 0.5},
-             runs.request_stop),
+             lifecycle.request_stop),
             ("slow_count(n=1000, delay_s=0.5), stop from elsewhere", "slow_count", {"n": 1000, "delay_s": 0.5},
              from_another_process),
-            ("simulated-model run (model call after model call)", "chatter", {}, runs.request_stop),
+            ("simulated-model run (model call after model call)", "chatter", {}, lifecycle.request_stop),
         ]
         for name, function, args, stop in cases:
             report(name, [trial(owner, function, args, stop) for _ in range(TRIALS)])

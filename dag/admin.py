@@ -7,7 +7,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from .models import Node, Session
-from .values import preview
+from .recording.values import preview
 
 
 @admin.register(Session)

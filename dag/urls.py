@@ -1,7 +1,8 @@
 """Page routes of the web app."""
 from django.urls import path
 
-from . import live_views, views
+from .live import views as live_views
+from .pages import views
 
 urlpatterns = [
     path("", views.function_list, name="function-list"),

@@ -177,8 +177,8 @@ SPECTACULAR_SETTINGS = {
 # --- OpenProgram ------------------------------------------------------------------------------
 # Modules whose agentic functions the catalog shows (comma-separated in the environment).
 OPENPROGRAM_FUNCTION_MODULES = env_list("OPENPROGRAM_FUNCTION_MODULES", "examples.functions")
-# Where runs execute: a dotted path to a dag.executor.Executor subclass.
-OPENPROGRAM_EXECUTOR = os.environ.get("OPENPROGRAM_EXECUTOR", "dag.executor.InProcessExecutor")
+# Where runs execute: a dotted path to a dag.runs.executors.Executor subclass.
+OPENPROGRAM_EXECUTOR = os.environ.get("OPENPROGRAM_EXECUTOR", "dag.runs.executors.InProcessExecutor")
 OPENPROGRAM_EXECUTOR_WORKERS = int(os.environ.get("OPENPROGRAM_EXECUTOR_WORKERS", "8"))
 # Largest launch-argument payload accepted, in bytes of JSON.
 OPENPROGRAM_MAX_ARGS_BYTES = int(os.environ.get("OPENPROGRAM_MAX_ARGS_BYTES", "100000"))

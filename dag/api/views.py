@@ -12,10 +12,10 @@ from rest_framework.decorators import action
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 
-from .. import catalog, runs
-from ..export import export_session
-from ..launch import LaunchRejected, launch
 from ..models import Session
+from ..recording.export import export_session
+from ..runs import catalog, lifecycle
+from ..runs.launch import LaunchRejected, launch
 from .serializers import (ExportSerializer, FunctionSerializer, LaunchErrorSerializer, LaunchSerializer,
                           NodeSerializer, SessionSerializer, SinceRevErrorSerializer)
 
@@ -98,5 +98,5 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     @action(detail=True, methods=["post"])
     def stop(self, request, pk=None):
         session = self.get_object()
-        return Response(runs.request_stop(session.pk).as_dict())
+        return Response(lifecycle.request_stop(session.pk).as_dict())
 

@@ -7,7 +7,7 @@ import uuid
 from django.contrib.auth import get_user_model
 
 from dag.models import Session
-from dag.recorder import DjangoRecorder
+from dag.recording.recorder import DjangoRecorder
 from runtime import use_recorder
 from runtime.context import current_frame, current_recorder
 

@@ -10,8 +10,8 @@ from channels.testing import WebsocketCommunicator
 from django.core.management import call_command
 from django.test import Client
 
-from dag.local_user import LOCAL_USERNAME, credentials_file
 from dag.models import Session
+from dag.runs.local_user import LOCAL_USERNAME, credentials_file
 
 
 pytestmark = pytest.mark.django_db

@@ -5,8 +5,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from dag import revisions
 from dag.models import Node
+from dag.recording import revisions
 
 from .dag_helpers import new_session
 

@@ -1,7 +1,7 @@
 """`manage.py ensure_local_user`: create the local user on first start and print its password once."""
 from django.core.management.base import BaseCommand
 
-from dag.local_user import credentials_file, ensure_local_user
+from dag.runs.local_user import credentials_file, ensure_local_user
 
 
 class Command(BaseCommand):

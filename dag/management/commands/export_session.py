@@ -5,8 +5,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.core.serializers.json import DjangoJSONEncoder
 
-from dag.export import export_session
 from dag.models import Session
+from dag.recording.export import export_session
 
 
 class Command(BaseCommand):

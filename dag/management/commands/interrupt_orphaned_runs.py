@@ -1,7 +1,7 @@
 """`manage.py interrupt_orphaned_runs`: at server start, end sessions whose process died as `interrupted`."""
 from django.core.management.base import BaseCommand
 
-from dag.runs import interrupt_orphaned_sessions
+from dag.runs.lifecycle import interrupt_orphaned_sessions
 
 
 class Command(BaseCommand):

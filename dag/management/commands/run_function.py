@@ -1,6 +1,6 @@
 """`manage.py run_function NAME key=value ...`: launch a function, watch its call tree grow, Ctrl-C stops it.
 
-Arguments are read exactly like the web form reads its fields (`dag.forms`), so the same text gives the
+Arguments are read exactly like the web form reads its fields (`dag.pages.forms`), so the same text gives the
 same values and the same errors. Repeat a key for list parameters (`tags=a tags=b`). The run goes to the
 configured executor like any other launch, and the tree is drawn by polling the database, so it works
 whichever process executes the run.
@@ -19,13 +19,13 @@ from django.core.management.base import BaseCommand, CommandError
 from rich.console import Console
 from rich.live import Live
 
-from dag import catalog
-from dag.cli_tree import build_tree
-from dag.forms import LaunchForm, to_form_text
-from dag.launch import launch
-from dag.local_user import default_user
+from dag.live.cli_tree import build_tree
 from dag.models import Node, Session
-from dag.runs import request_stop
+from dag.pages.forms import LaunchForm, to_form_text
+from dag.runs import catalog
+from dag.runs.launch import launch
+from dag.runs.lifecycle import request_stop
+from dag.runs.local_user import default_user
 
 POLL_S = 0.1
 EXIT_CODES = {Session.Status.COMPLETED: 0, Session.Status.ERROR: 1, Session.Status.INTERRUPTED: 1,

@@ -1,0 +1,202 @@
+"""The live stream of one session's DAG: `ws/sessions/{id}/?since_rev=R`.
+
+Protocol (server -> client, JSON):
+- `{"type": "snapshot", "session": {...}, "nodes": [...], "rev": R, "since_rev": S, "more": M}`: the
+  state up to revision R. `since_rev` null means the full DAG (replace); a number means only rows
+  changed after S (merge). Sent on connect, and again whenever the server repairs a gap from the
+  database. A large snapshot continues in `{"type": "snapshot_more", "nodes": [...], "rev": R,
+  "more": M}` frames until `more` is false (see dag.live.frames: frames stay under 1 MiB).
+- `{"type": "node"|"session", "rev": R, ...}` and `{"type": "batch", "items": [...], "rev": R}`: live
+  changes, contiguous in rev order after the snapshot.
+- `{"type": "heartbeat", "rev": R}` every `OPENPROGRAM_WS_HEARTBEAT_S` seconds.
+Close codes: 4400 a bad session id or query parameter, 4404 not logged in, not the owner, or no such
+session (one code, so the stream does not reveal which sessions exist).
+
+The database is the truth: the consumer joins the session's group *before* reading the snapshot and
+drops live messages the snapshot already covers; when the layer loses or reorders a message (a rev gap),
+or the heartbeat finds the database ahead of what was sent, it re-reads the changes from the database.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
+
+from ..models import Node, Session
+from . import broadcast
+from .frames import live_frames, snapshot_frames
+
+log = logging.getLogger(__name__)
+
+CLOSE_BAD_REQUEST = 4400
+CLOSE_NOT_FOUND = 4404
+ALLOWED_PARAMETERS = frozenset({"since_rev"})
+
+
+class BadStreamRequest(ValueError):
+    """The session id or a query parameter of the stream URL is malformed."""
+
+
+def parse_stream_request(session_id: str, query_string: bytes) -> tuple[uuid.UUID, int | None]:
+    """The session id and `since_rev` of a stream URL, or BadStreamRequest naming what is wrong."""
+    try:
+        parsed_id = uuid.UUID(session_id)
+    except (ValueError, TypeError):
+        raise BadStreamRequest(f"session id {session_id!r} is not a UUID") from None
+    try:
+        params = parse_qs(query_string.decode("ascii"), keep_blank_values=True, strict_parsing=False)
+    except UnicodeDecodeError:
+        raise BadStreamRequest("the query string is not ASCII") from None
+    unknown = sorted(set(params) - ALLOWED_PARAMETERS)
+    if unknown:
+        raise BadStreamRequest(f"unknown parameter {unknown[0]!r}; allowed: since_rev")
+    values = params.get("since_rev")
+    if values is None:
+        return parsed_id, None
+    # isascii: str.isdigit() also accepts digits such as "²" that int() refuses.
+    if len(values) != 1 or not (values[0].isascii() and values[0].isdigit()) or len(values[0]) > 18:
+        raise BadStreamRequest("since_rev must be one non-negative integer revision")
+    return parsed_id, int(values[0])
+
+
+# Nodes per database read while sending a snapshot: the first rows reach the browser while later
+# ones are still being read, and no single read holds thousands of model instances.
+SNAPSHOT_CHUNK = 2000
+
+
+def read_session(session_id: uuid.UUID) -> dict | None:
+    session = Session.objects.filter(pk=session_id).first()
+    return session.as_dict() if session is not None else None
+
+
+def read_nodes(session_id: uuid.UUID, since_rev: int | None, after_seq: int, limit: int) -> list[dict]:
+    """Up to `limit` nodes after `after_seq` in seq order, only those changed after `since_rev`."""
+    nodes = Node.objects.filter(session_id=session_id, seq__gt=after_seq)
+    if since_rev is not None:
+        nodes = nodes.filter(rev__gt=since_rev)
+    return [node.as_dict() for node in nodes.order_by("seq")[:limit]]
+
+
+def owned_session_exists(user, session_id: uuid.UUID) -> bool:
+    return Session.objects.filter(pk=session_id, owner=user).exists()
+
+
+def current_rev(session_id: uuid.UUID) -> int | None:
+    return Session.objects.filter(pk=session_id).values_list("rev", flat=True).first()
+
+
+class SessionConsumer(AsyncJsonWebsocketConsumer):
+    session_id: uuid.UUID | None = None
+    group: str | None = None
+    rev: int | None = None  # the highest revision this client has been sent, contiguously
+
+    async def connect(self):
+        broadcast.bind_loop(asyncio.get_running_loop())
+        self._lock = asyncio.Lock()
+        self._heartbeat_task = None
+        # Accept before refusing: a close code only reaches a browser on an open socket (a refused
+        # handshake shows up as an anonymous 1006).
+        await self.accept()
+        try:
+            session_id, since_rev = parse_stream_request(
+                self.scope["url_route"]["kwargs"].get("session_id", ""), self.scope.get("query_string", b""))
+        except BadStreamRequest as exc:
+            await self.close(code=CLOSE_BAD_REQUEST, reason=str(exc)[:120])
+            return
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated or not await database_sync_to_async(
+                owned_session_exists)(user, session_id):
+            await self.close(code=CLOSE_NOT_FOUND, reason="no such session")
+            return
+        self.session_id = session_id
+        self.group = broadcast.group_name(session_id)
+        # Join first, then read: a change committed in between is in both, and the rev check drops it.
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        async with self._lock:
+            if not await self._send_changes(since_rev):
+                return
+        self._heartbeat_task = asyncio.create_task(self._beat())
+
+    async def disconnect(self, code):
+        if self._heartbeat_task is not None:
+            self._heartbeat_task.cancel()
+        if self.group is not None:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive(self, text_data=None, bytes_data=None):
+        """The stream is one-way; whatever the client sends is ignored."""
+
+    async def dag_batch(self, event):
+        """Changes published by the broadcaster: forward the new ones, in rev order, without gaps."""
+        async with self._lock:
+            if self.rev is None:
+                return
+            fresh, gap = [], False
+            for item in sorted(event["items"], key=lambda item: item.get("rev", 0)):
+                rev = item.get("rev", 0)
+                if rev <= self.rev:
+                    continue  # already in the snapshot or sent before
+                if rev != self.rev + 1:
+                    gap = True  # lost or not yet delivered: the database has it
+                    break
+                fresh.append(item)
+                self.rev = rev
+            for frame in live_frames(fresh) if fresh else ():
+                await self.send(text_data=frame)
+            if gap:
+                await self._send_changes(self.rev)
+
+    async def _send_changes(self, since_rev: int | None) -> bool:
+        """Send the database's changes after `since_rev` as a snapshot; False if the session is gone.
+
+        The session row is read first: every change up to its rev was committed with that rev bump,
+        so the node reads that follow reflect at least all of them (later rows may be included too;
+        clients keep the newest state of a node by its rev).
+        """
+        session = await database_sync_to_async(read_session)(self.session_id)
+        if session is None:
+            await self.close(code=CLOSE_NOT_FOUND, reason="no such session")
+            return False
+        rev = session["rev"]
+        if since_rev is not None and since_rev > rev:
+            since_rev = None  # the client knows a future that does not exist: start over
+        self.rev = rev if self.rev is None else max(self.rev, rev)
+        after_seq, head = -1, session
+        while True:
+            nodes = await database_sync_to_async(read_nodes)(self.session_id, since_rev, after_seq,
+                                                             SNAPSHOT_CHUNK + 1)
+            last = len(nodes) <= SNAPSHOT_CHUNK
+            nodes = nodes[:SNAPSHOT_CHUNK]
+            for frame in snapshot_frames(head, nodes, rev, since_rev, last=last):
+                await self.send(text_data=frame)
+            if last:
+                return True
+            after_seq, head = nodes[-1]["seq"], None
+
+    async def _beat(self):
+        """Heartbeat; also the repair of a lost last message, which no later message would reveal."""
+        interval = float(getattr(settings, "OPENPROGRAM_WS_HEARTBEAT_S", 5.0))
+        # A change committed just now may still be on its way through the layer; only one that the
+        # previous beat already saw in the database and that has not arrived since counts as lost.
+        seen_at_last_beat = 0
+        try:
+            while True:
+                await asyncio.sleep(interval)
+                async with self._lock:
+                    if self.rev < seen_at_last_beat and not await self._send_changes(self.rev):
+                        return
+                    latest = await database_sync_to_async(current_rev)(self.session_id)
+                    if latest is None:
+                        await self.close(code=CLOSE_NOT_FOUND, reason="no such session")
+                        return
+                    seen_at_last_beat = latest
+                    await self.send_json({"type": "heartbeat", "rev": self.rev})
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("heartbeat of session %s stopped", self.session_id)

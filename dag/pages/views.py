@@ -1,0 +1,58 @@
+"""Pages: the function catalog and each function's launch form (login required for all of them)."""
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods
+
+from ..models import Session
+from ..runs import catalog
+from ..runs.launch import LaunchRejected, launch
+from .forms import LaunchForm
+
+
+def session_page_url(session: Session) -> str:
+    # The live view (another part of the app) serves this path.
+    return f"/sessions/{session.pk}/"
+
+
+@login_required
+def function_list(request):
+    return render(request, "functions/list.html", {"functions": catalog.entries()})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def function_form(request, name: str):
+    try:
+        entry = catalog.get(name)
+    except catalog.UnknownFunction as exc:
+        raise Http404(str(exc)) from None
+    if request.method == "POST":
+        form = LaunchForm(entry.tool, data=request.POST)
+        if form.is_valid():
+            try:
+                session = launch(request.user, entry.name, form.args)
+            except LaunchRejected as exc:  # the catalog changed between validation and launch
+                form.add_error(None, str(exc))
+            else:
+                return redirect(session_page_url(session))
+        status = 400
+    else:
+        form = LaunchForm(entry.tool, initial_args=_run_again_args(request, entry.name))
+        status = 200
+    return render(request, "functions/form.html", {"entry": entry, "form": form}, status=status)
+
+
+def _run_again_args(request, function: str) -> dict | None:
+    """The arguments of the caller's session named by ?from=<id> ("run again"), if any."""
+    session_id = request.GET.get("from")
+    if not session_id:
+        return None
+    try:
+        session = get_object_or_404(Session, pk=session_id, owner=request.user, function=function)
+    except ValidationError:  # not a UUID
+        raise Http404(f"no session {session_id!r} of {function} to run again") from None
+    return session.args if isinstance(session.args, dict) else None

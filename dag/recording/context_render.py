@@ -1,0 +1,211 @@
+"""The text of the DAG a model call inside a function may see: its `render_range`, filtered by `expose`.
+
+Two slices, both by `seq`, both counting only nodes the viewer may see:
+- `callers`: nodes written before the viewer's frame started (None = all, 0 = none, N = the latest N);
+- `subcalls`: nodes inside the viewer's frame written since (-1 = all, 0 = none, N = the latest N).
+Nodes of parallel branches written after the frame started are in neither.
+
+Visibility follows `expose`, the outward-facing setting of the function that owns a node. The frames
+on the viewer's own call chain are not "other functions": the viewer sees their calls (with docstring)
+and their model exchanges, and always its own earlier model exchanges unless `subcalls` cuts them.
+Every other function shows, per its expose:
+- `io`: its call and result, nothing inside;
+- `llm`: its own model exchanges only, not its call, result or nested calls;
+- `full`: docstring, call, result and everything inside (each nested function again per its expose).
+
+Code nodes render as `{doc}\n\n{name}({args})` and their result; llm nodes as what the exchange
+added (the caller's turn or the tool results, without the runtime's situational and context blocks)
+and the reply. Values are cut to VALUE_LIMIT characters and the whole text to CONTEXT_LIMIT (the
+latest nodes are kept): this is a prompt, the DAG keeps everything.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+from ..models import Node
+from .values import truncate
+
+DEFAULT_RANGE = {"callers": None, "subcalls": -1}
+VALUE_LIMIT = 2000
+# The whole rendered context: past it the oldest chosen nodes are left out (and said to be).
+CONTEXT_LIMIT = 100_000
+_CHUNK = 200
+# What choosing the nodes needs, read for the whole session; the text of the chosen ones is read after.
+_SHAPE = ("id", "seq", "parent_id", "kind", "expose")
+_TEXT = ("id", "name", "status", "doc", "input", "output", "error", "model")
+
+
+def render_frame_context(session_id, node_id: int, seq: Optional[int],
+                         render_range: Optional[dict]) -> Optional[str]:
+    """The context text for a model call made in the frame recorded as `node_id`, or None if empty."""
+    limits = {**DEFAULT_RANGE, **(render_range or {})}
+    if limits["callers"] == 0 and limits["subcalls"] == 0:
+        return None
+    rows = Node.objects.filter(session_id=session_id).order_by("seq").values(*_SHAPE)
+    nodes = {row["id"]: row for row in rows}
+    viewer = nodes.get(node_id)
+    if viewer is None:
+        return None
+    seq = viewer["seq"] if seq is None else seq
+    chain = _chain(nodes, node_id)  # the viewer and its callers, up to the entry call
+    before, inside = [], []
+    frame = {node_id}  # the viewer and what it has called so far; parents come before children by seq
+    for node in nodes.values():
+        if node["seq"] > seq and node["parent_id"] in frame:
+            frame.add(node["id"])
+        if node["id"] == node_id or not _visible(nodes, node, chain):
+            continue
+        if node["seq"] < seq:
+            before.append(node)
+        elif node["id"] in frame:
+            inside.append(node)
+    before = _latest(before, limits["callers"], unlimited=None)
+    inside = _latest(inside, limits["subcalls"], unlimited=-1)
+    if not before and not inside:
+        return None
+    blocks = _render_latest(before + inside, chain)
+    sections = []
+    for title, part in (("Earlier in this session:", before), ("So far in this call:", inside)):
+        shown = [blocks[node["id"]] for node in part if node["id"] in blocks]
+        if shown:
+            sections.append(title + "\n\n" + "\n\n".join(shown))
+    left_out = len(before) + len(inside) - len(blocks)
+    if left_out:
+        sections.insert(0, f"({left_out} earlier calls left out: the context is limited to "
+                           f"{CONTEXT_LIMIT:,} characters)")
+    return "\n\n".join(sections) or None
+
+
+def _render_latest(chosen: list, chain: set) -> dict:
+    """{node id: its text} for the latest of `chosen` that fit in CONTEXT_LIMIT characters.
+
+    Read newest first, a chunk at a time, so a huge session costs only what is shown.
+    """
+    blocks, used = {}, 0
+    for end in range(len(chosen), 0, -_CHUNK):
+        part = chosen[max(0, end - _CHUNK):end]
+        texts = {row["id"]: row for row in Node.objects.filter(id__in=[n["id"] for n in part]).values(*_TEXT)}
+        for node in reversed(part):
+            if node["id"] not in texts:  # gone only if the session was deleted meanwhile
+                continue
+            text = _render({**node, **texts[node["id"]]}, insider=node["id"] in chain)
+            used += len(text) + 2
+            if used > CONTEXT_LIMIT:
+                return blocks
+            blocks[node["id"]] = text
+    return blocks
+
+
+def _chain(nodes: dict, node_id: Optional[int]) -> set:
+    chain = set()
+    while node_id is not None and node_id in nodes and node_id not in chain:
+        chain.add(node_id)
+        node_id = nodes[node_id]["parent_id"]
+    return chain
+
+
+def _visible(nodes: dict, node: dict, chain: set) -> bool:
+    """May the viewer (whose call chain is `chain`) see `node`? See the module docstring."""
+    if node["kind"] == Node.Kind.CODE and node["id"] not in chain and node["expose"] not in ("io", "full"):
+        return False
+    child, parent_id = node, node["parent_id"]
+    # Walk the functions wrapping `node` up to where its branch meets the viewer's chain.
+    while parent_id is not None and parent_id not in chain:
+        wrapper = nodes.get(parent_id)
+        if wrapper is None:
+            return False
+        own_exchange = child is node and node["kind"] == Node.Kind.LLM
+        if not (wrapper["expose"] == "full" or (wrapper["expose"] == "llm" and own_exchange)):
+            return False
+        child, parent_id = wrapper, wrapper["parent_id"]
+    return True
+
+
+def _latest(nodes: list, count: Optional[int], *, unlimited) -> list:
+    if count == unlimited:
+        return nodes
+    return nodes[-count:] if count else []
+
+
+def _render(node: dict, *, insider: bool) -> str:
+    if node["kind"] == Node.Kind.LLM:
+        return _render_llm(node, node["input"])
+    call = f"{node['name']}({_arguments(node['input'])})"
+    if insider or node["expose"] == "full":
+        doc = (node["doc"] or "").strip()
+        call = f"{doc}\n\n{call}" if doc else call
+    return f"{call}\n{_outcome(node)}"
+
+
+def _outcome(node: dict) -> str:
+    status = node["status"]
+    if status == Node.Status.COMPLETED:
+        return f"-> {_value(node['output'])}"
+    if status == Node.Status.RUNNING:
+        return "-> (still running)"
+    return f"-> {status}: {truncate(node['error'], VALUE_LIMIT)}" if node["error"] else f"-> {status}"
+
+
+def _render_llm(node: dict, request: Any) -> str:
+    asked = truncate(_new_input(request), VALUE_LIMIT)
+    lines = [f"[model call{' ' + node['model'] if node['model'] else ''}] {asked}".rstrip()]
+    reply = node["output"] or {}
+    if reply.get("text"):
+        lines.append(f"-> {truncate(str(reply['text']), VALUE_LIMIT)}")
+    for call in reply.get("tool_calls") or []:
+        if isinstance(call, dict):
+            lines.append(f"-> calls {call.get('name', '?')}({_arguments(call.get('arguments'))})")
+    if node["status"] != Node.Status.COMPLETED:
+        lines.append(_outcome(node))
+    return "\n".join(lines)
+
+
+def _new_input(request: Any) -> str:
+    """What this exchange added after the model last spoke: the user's turn or the tool results.
+
+    Earlier turns of a tool-calling loop are repeated in every later request; they are rendered once,
+    with the exchange that produced them.
+    """
+    messages = request.get("messages") if isinstance(request, dict) else None
+    if not isinstance(messages, list):
+        return ""
+    start = 0
+    for index, message in enumerate(messages):
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            start = index + 1
+    parts = []
+    for message in messages[start:]:
+        if not isinstance(message, dict):
+            continue
+        text = _message_text(message.get("content"))
+        if message.get("role") == "tool":
+            text = f"{message.get('name', 'tool')} returned: {text}"
+        if text:
+            parts.append(text)
+    return "\n".join(parts)
+
+
+def _message_text(content: Any) -> str:
+    """The caller's text of a message. Blocks with a `source` (the situational prompt, a rendered
+    context) were added by the runtime; rendering them again would nest contexts inside contexts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(block.get("text", "")) for block in content
+                         if isinstance(block, dict) and block.get("type") == "text" and not block.get("source"))
+    return ""
+
+
+def _arguments(arguments: Any) -> str:
+    if isinstance(arguments, dict):
+        return ", ".join(f"{name}={_value(value, quote=True)}" for name, value in arguments.items())
+    if arguments in (None, "", [], {}):
+        return ""
+    return _value(arguments, quote=True)
+
+
+def _value(value: Any, quote: bool = False) -> str:
+    if isinstance(value, str) and not quote:
+        return truncate(value, VALUE_LIMIT)
+    return truncate(json.dumps(value, ensure_ascii=False), VALUE_LIMIT)

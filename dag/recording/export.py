@@ -1,0 +1,125 @@
+"""A session's whole DAG as one JSON document, and back: for download, archiving and moving runs.
+
+The export is the same `as_dict()` shapes the API and the websocket stream use, nodes in `seq` order.
+Importing creates a new session (new ids) for `owner`; node parents are matched by `seq`, so an
+export of the import equals the original apart from ids.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Optional
+
+from django.db import transaction
+
+from ..models import Node, Session
+
+EXPORT_VERSION = 1
+# Session fields an import restores; id, owner and node_count are the new session's own.
+_SESSION_FIELDS = ("function", "args", "status", "result", "error", "cancel_requested", "budget",
+                   "budget_spend", "model", "rev", "created_at", "started_at", "finished_at")
+_NODE_FIELDS = ("kind", "name", "status", "depth", "name_depth", "expose", "render_range", "doc", "input",
+                "output", "error", "model", "usage", "rev", "started_at", "finished_at")
+_TIMES = frozenset({"created_at", "started_at", "finished_at"})
+_TEXTS = frozenset({"function", "name", "expose", "doc", "error", "model"})
+_COUNTS = frozenset({"depth", "name_depth", "rev"})
+
+
+def export_session(session: Session) -> dict:
+    """{"version", "session": session.as_dict(), "nodes": [node.as_dict(), ...] in seq order}."""
+    nodes = Node.objects.filter(session=session).order_by("seq")
+    return {"version": EXPORT_VERSION, "session": session.as_dict(),
+            "nodes": [node.as_dict() for node in nodes.iterator(chunk_size=500)]}
+
+
+class SessionImportError(ValueError):
+    """The document is not a session export; the message names the field that is wrong."""
+
+
+def import_session(data: Any, owner) -> Session:
+    """Recreate an exported session (as a new session owned by `owner`) with all its nodes."""
+    session_data, nodes_data = _check_document(data)
+    session_fields = {name: _field(session_data, name, "session") for name in _SESSION_FIELDS
+                      if name in session_data}
+    with transaction.atomic():
+        session = Session.objects.create(owner=owner, **session_fields)
+        if "created_at" in session_fields:  # auto_now_add ignores the given value on create
+            Session.objects.filter(pk=session.pk).update(created_at=session_fields["created_at"])
+        nodes, parent_seqs = [], []
+        seq_of_id: dict = {}  # the exported ids seen so far: a parent is always written before its children
+        for index, item in enumerate(nodes_data):
+            where = f"nodes[{index}]"
+            if not isinstance(item, dict):
+                raise SessionImportError(f"{where} must be an object, got {type(item).__name__}")
+            if item.get("seq") != index:
+                raise SessionImportError(f"{where}.seq must be {index} (seqs are gap-free from 0), "
+                                         f"got {item.get('seq')!r}")
+            nodes.append(Node(session=session, seq=index,
+                              **{name: _field(item, name, where) for name in _NODE_FIELDS if name in item}))
+            parent_seqs.append(_parent_seq(item, seq_of_id, where))
+            if isinstance(item.get("id"), (int, str)):
+                seq_of_id[item["id"]] = index
+        Node.objects.bulk_create(nodes)
+        # bulk_create does not return ids everywhere, so read them back by seq.
+        ids = dict(Node.objects.filter(session=session).values_list("seq", "id"))
+        linked = []
+        for node, parent_seq in zip(nodes, parent_seqs):
+            if parent_seq is not None:
+                node.pk, node.parent_id = ids[node.seq], ids[parent_seq]
+                linked.append(node)
+        Node.objects.bulk_update(linked, ["parent"])
+        # Revisions are per session, so the originals carry over unchanged.
+        rev = max([session_fields.get("rev", 0)] + [node.rev for node in nodes])
+        Session.objects.filter(pk=session.pk).update(rev=rev, node_count=len(nodes))
+    session.refresh_from_db()
+    return session
+
+
+def _check_document(data: Any) -> tuple[dict, list]:
+    if not isinstance(data, dict):
+        raise SessionImportError("the export must be a JSON object with 'session' and 'nodes'")
+    version = data.get("version", EXPORT_VERSION)
+    if version != EXPORT_VERSION:
+        raise SessionImportError(f"version must be {EXPORT_VERSION}, got {version!r}")
+    if not isinstance(data.get("session"), dict):
+        raise SessionImportError("'session' must be an object (a session's as_dict())")
+    if not isinstance(data.get("nodes"), list):
+        raise SessionImportError("'nodes' must be a list of node objects in seq order")
+    if not isinstance(data["session"].get("function"), str) or not data["session"]["function"]:
+        raise SessionImportError("session.function must be the function's name (a non-empty string)")
+    return data["session"], data["nodes"]
+
+
+def _parent_seq(item: dict, seq_of_id: dict, where: str) -> Optional[int]:
+    parent = item.get("parent")
+    if parent is None:
+        return None
+    if isinstance(parent, (int, str)) and parent in seq_of_id:
+        return seq_of_id[parent]
+    raise SessionImportError(f"{where}.parent {parent!r} names no earlier node's id")
+
+
+def _field(item: dict, name: str, where: str) -> Any:
+    value = item[name]
+    if name in _TIMES and value is not None:
+        try:
+            return datetime.fromisoformat(value)
+        except (TypeError, ValueError):
+            raise SessionImportError(f"{where}.{name} must be an ISO 8601 time or null, got {value!r}") from None
+    if name in _TEXTS:
+        if value is None:
+            return ""
+        if not isinstance(value, str):
+            raise SessionImportError(f"{where}.{name} must be a string, got {type(value).__name__}")
+        limit = (Session if where == "session" else Node)._meta.get_field(name).max_length
+        if limit is not None and len(value) > limit:
+            raise SessionImportError(f"{where}.{name} must be at most {limit} characters, got {len(value)}")
+    if name in _COUNTS and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise SessionImportError(f"{where}.{name} must be a whole number >= 0, got {value!r}")
+    if name == "cancel_requested" and not isinstance(value, bool):
+        raise SessionImportError(f"{where}.{name} must be true or false, got {value!r}")
+    if name in ("status", "kind"):
+        model = Session if where == "session" else Node
+        choices = (model.Status if name == "status" else Node.Kind).values
+        if value not in choices:
+            raise SessionImportError(f"{where}.{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value

@@ -1,0 +1,146 @@
+"""`DjangoRecorder`: the runtime's recorder seam implemented on the ORM, one session per recorder.
+
+Install it around a run with `runtime.use_recorder(DjangoRecorder(session))`. Every event is one short
+transaction through `dag.recording.revisions` (entry: advance the counter + INSERT; exit: advance +
+UPDATE), and the recorder keeps the nodes it opened in memory so a backfill needs no read.
+
+Async agentic functions call the recorder from inside an event loop, where the ORM refuses to run;
+`dag.recording.loop_offload` moves those writes to a private thread. `close()` ends that thread (it also ends
+when the recorder is garbage-collected).
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Optional
+
+from django.utils import timezone
+
+from runtime.context import Frame
+from runtime.recorder import Recorder
+
+from ..models import Node, Session
+from . import revisions
+from .context_render import render_frame_context
+from .loop_offload import LoopOffload
+from .values import clean_text, json_safe
+
+
+def error_text(error: Optional[BaseException]) -> str:
+    """"ValueError: the message", as node and session errors show an exception."""
+    if error is None:
+        return ""
+    message = clean_text(str(error))  # a message quoting binary data must not fail the write
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+HIDDEN_ARGUMENT = "<hidden>"
+
+
+def recorded_arguments(frame: Frame) -> dict:
+    """The call's arguments as the DAG keeps them: parameters marked `input={"p": {"hidden": True}}`
+    (kept from forms and models, e.g. a token) are masked, so they never reach a page or a prompt."""
+    arguments = frame.arguments()
+    meta = frame.tool.input
+    if any(options.get("hidden") for options in meta.values()):
+        arguments = {name: HIDDEN_ARGUMENT if meta.get(name, {}).get("hidden") else value
+                     for name, value in arguments.items()}
+    return json_safe(arguments)
+
+
+def recorded_ancestor(frame: Optional[Frame]) -> Optional[Frame]:
+    """`frame` or its nearest ancestor that has a node (hidden frames have none)."""
+    while frame is not None and frame.node is None:
+        frame = frame.parent
+    return frame
+
+
+class DjangoRecorder(Recorder):
+    """Writes the calls of one run into `session`'s DAG (a `Session` or its id)."""
+
+    def __init__(self, session):
+        self.session_id = session.pk if isinstance(session, Session) else Session._meta.pk.to_python(session)
+        # Nodes this recorder opened and has not closed yet, by id: their state for the backfill.
+        self._open: dict[int, Node] = {}
+        self._offload = LoopOffload()
+        self._off_loop = self._offload.run
+
+    def close(self) -> None:
+        """Release the thread (and database connection) used for writes from event loops, if any."""
+        self._offload.close()
+
+    # -- code nodes ------------------------------------------------------------------------------
+
+    def function_entered(self, frame: Frame) -> None:
+        node = self._off_loop(self._create, frame, Node.Status.RUNNING, "", timezone.now(), None)
+        self._open[node.pk] = node
+        frame.node = node.pk
+
+    def function_exited(self, frame: Frame, status: str, output: Any = None,
+                        error: Optional[BaseException] = None) -> None:
+        node = self._open.pop(frame.node, None)
+        if node is None:
+            return
+        self._off_loop(revisions.finish_node, node, status=status, output=json_safe(output),
+                       error=error_text(error))
+
+    def function_refused(self, frame: Frame, error: BaseException) -> None:
+        now = timezone.now()
+        node = self._off_loop(self._create, frame, Node.Status.REFUSED, error_text(error), now, now)
+        frame.node = node.pk
+
+    def _create(self, frame: Frame, status: str, error: str, started: datetime,
+                finished: Optional[datetime]) -> Node:
+        parent = recorded_ancestor(frame.parent)
+        return revisions.create_node(
+            self.session_id, kind=Node.Kind.CODE, name=frame.name, status=status,
+            parent_id=parent.node if parent is not None else None,
+            input=recorded_arguments(frame), output=None, doc=frame.doc, depth=frame.depth,
+            name_depth=frame.name_depth, expose=frame.expose, render_range=frame.render_range,
+            error=error, started_at=started, finished_at=finished)
+
+    # -- llm nodes -------------------------------------------------------------------------------
+
+    def llm_started(self, frame: Optional[Frame], request: dict) -> Any:
+        if frame is not None and frame.hidden:
+            return None  # a hidden function writes nothing, its model calls included
+        owner = recorded_ancestor(frame)
+        model = request.get("model") or ""
+        node = self._off_loop(
+            revisions.create_node, self.session_id,
+            kind=Node.Kind.LLM, name="llm", status=Node.Status.RUNNING,
+            parent_id=owner.node if owner is not None else None,
+            input=json_safe({key: request.get(key) for key in ("system", "messages", "tools", "model")}),
+            depth=owner.depth if owner is not None else 0,
+            name_depth=owner.name_depth if owner is not None else 0,
+            expose=owner.expose if owner is not None else "io",
+            model=str(model)[:200], started_at=timezone.now())
+        self._open[node.pk] = node
+        return node.pk
+
+    def llm_finished(self, handle: Any, status: str, reply: Optional[dict] = None,
+                     usage: Optional[dict] = None, error: Optional[BaseException] = None) -> None:
+        node = self._open.pop(handle, None)
+        if node is None:
+            return
+        output = None
+        if reply is not None:
+            output = json_safe({"text": reply.get("text"), "tool_calls": reply.get("tool_calls") or []})
+        self._off_loop(revisions.finish_node, node, status=status, output=output,
+                       usage=json_safe(usage) if usage is not None else None, error=error_text(error))
+
+    # -- the session -----------------------------------------------------------------------------
+
+    def budget_updated(self, limits: dict, spend: dict) -> None:
+        """A delegation budget's limits or spend changed: keep them on the session for viewers."""
+        self._off_loop(lambda: revisions.update_session(self.session_id, budget=limits, budget_spend=spend))
+
+    # -- context for model calls -----------------------------------------------------------------
+
+    def render_context(self, frame: Frame) -> Optional[str]:
+        viewer = recorded_ancestor(frame)
+        if viewer is None:
+            return None
+        node = self._open.get(viewer.node)
+        seq = node.seq if node is not None else None
+        return self._off_loop(render_frame_context, self.session_id, viewer.node, seq,
+                              frame.render_range or viewer.render_range)

@@ -1,0 +1,129 @@
+"""The SQL of the recording hot path: advance a session's counters, insert a node, backfill a node.
+
+Every recorded call makes two transactions of two statements each. Built through the ORM's query
+compiler they cost several times the database work, so these statements are built once per database
+vendor and only the parameters are prepared per call, still through each field's own
+`get_db_prep_save` where it does something (JSON encoding, time zones, UUIDs are the ORM's, not ours).
+Each function runs in a `dag.recording.write_transaction.WriteTransaction`.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Optional
+
+from django.db import DEFAULT_DB_ALIAS, connections, models
+
+from ..models import Node, Session
+from .write_transaction import WriteTransaction, placeholders
+
+# UPDATE ... RETURNING turns "advance the counter and read it" into one statement.
+RETURNING_VENDORS = frozenset({"sqlite", "postgresql"})
+_NODE_FIELDS = tuple(field for field in Node._meta.concrete_fields if not field.primary_key)
+_SESSION_PK = Session._meta.pk
+# Every Node field default is immutable (None, "", numbers), so one copy serves every new node.
+_NODE_DEFAULTS = {field.attname: field.get_default() for field in Node._meta.concrete_fields}
+# Text and integers reach the driver as they are; preparing them only re-checks their type.
+_AS_IS = (models.CharField, models.TextField, models.IntegerField, models.BooleanField)
+
+
+def _preparer(field):
+    target = getattr(field, "target_field", None) if field.is_relation else field
+    return None if isinstance(target, _AS_IS) else field.get_db_prep_save
+
+
+_NODE_PREPARERS = tuple(_preparer(field) for field in _NODE_FIELDS)
+
+
+def new_node(**fields) -> Node:
+    """An unsaved Node from attribute names (`session_id`, `parent_id`, ...), defaults for the rest.
+
+    Built positionally, the way the ORM builds rows it reads: keyword construction costs twice as much.
+    """
+    unknown = set(fields) - _NODE_DEFAULTS.keys()
+    if unknown:
+        raise TypeError(f"Node has no field(s) {', '.join(sorted(unknown))}; "
+                        f"fields are: {', '.join(_NODE_DEFAULTS)}")
+    values = {**_NODE_DEFAULTS, **fields}
+    return Node(*values.values())
+
+
+def _quote_name():
+    """The default database's identifier quoting (the SQL caches below are per vendor)."""
+    return connections[DEFAULT_DB_ALIAS].ops.quote_name
+
+
+def _prepare(values, preparers, connection) -> list:
+    # None is NULL for every field type, so it skips preparation like text and numbers do.
+    return [value if prepare is None or value is None else prepare(value, connection)
+            for value, prepare in zip(values, preparers)]
+
+
+@lru_cache(maxsize=8)
+def _advance_sql(vendor: str, returning: bool) -> tuple[str, Optional[str]]:
+    quote = _quote_name()
+    table, rev, count, pk = (quote(n) for n in (Session._meta.db_table, "rev", "node_count", "id"))
+    update = f"UPDATE {table} SET {rev} = {rev} + %s, {count} = {count} + %s WHERE {pk} = %s"
+    if returning:
+        return placeholders(f"{update} RETURNING {rev}, {count}", vendor), None
+    return (placeholders(update, vendor),
+            placeholders(f"SELECT {rev}, {count} FROM {table} WHERE {pk} = %s", vendor))
+
+
+def advance(tx: WriteTransaction, session_id, revs: int, nodes: int) -> Optional[tuple[int, int]]:
+    """Add to the session's revision and node count; the new (rev, node_count), None if no session.
+
+    The session row stays write-locked until `tx` ends.
+    """
+    connection = tx.connection
+    key = _SESSION_PK.get_db_prep_value(_SESSION_PK.to_python(session_id), connection)
+    # SQLite has RETURNING from 3.35 (Django 5.2 supports older): Django's INSERT flag tracks that.
+    returning = connection.vendor in RETURNING_VENDORS and connection.features.can_return_columns_from_insert
+    update, select = _advance_sql(connection.vendor, returning)
+    cursor = tx.execute(update, [revs, nodes, key])
+    if select is not None:
+        cursor = tx.execute(select, [key])
+    row = cursor.fetchone()
+    return (row[0], row[1]) if row is not None else None
+
+
+@lru_cache(maxsize=8)
+def _insert_sql(vendor: str, returning: bool) -> str:
+    quote = _quote_name()
+    columns = ", ".join(quote(field.column) for field in _NODE_FIELDS)
+    values = ", ".join(["%s"] * len(_NODE_FIELDS))
+    sql = f"INSERT INTO {quote(Node._meta.db_table)} ({columns}) VALUES ({values})"
+    return placeholders(f"{sql} RETURNING {quote(Node._meta.pk.column)}" if returning else sql, vendor)
+
+
+def insert_node(tx: WriteTransaction, node: Node) -> int:
+    """INSERT the unsaved `node` and return its new id (the instance is marked saved)."""
+    connection = tx.connection
+    params = _prepare([getattr(node, field.attname) for field in _NODE_FIELDS], _NODE_PREPARERS, connection)
+    returning = connection.features.can_return_columns_from_insert
+    cursor = tx.execute(_insert_sql(connection.vendor, returning), params)
+    if returning:
+        pk = cursor.fetchone()[0]
+    else:
+        pk = connection.ops.last_insert_id(cursor, Node._meta.db_table, Node._meta.pk.column)
+    node.pk = pk
+    node._state.adding = False
+    node._state.db = connection.alias
+    return pk
+
+
+@lru_cache(maxsize=64)
+def _update_sql(vendor: str, names: tuple[str, ...]) -> tuple[str, tuple]:
+    quote = _quote_name()
+    fields = tuple(Node._meta.get_field(name) for name in names)
+    assignments = ", ".join(f"{quote(field.column)} = %s" for field in fields)
+    sql = (f"UPDATE {quote(Node._meta.db_table)} SET {assignments} "
+           f"WHERE {quote(Node._meta.pk.column)} = %s AND {quote('status')} = %s")
+    return placeholders(sql, vendor), tuple(_preparer(field) for field in fields)
+
+
+def update_running_node(tx: WriteTransaction, pk: int, values: dict) -> bool:
+    """Set `values` on node `pk` if it is still running; False (nothing written) if it has ended."""
+    connection = tx.connection
+    sql, preparers = _update_sql(connection.vendor, tuple(values))
+    params = _prepare(values.values(), preparers, connection)
+    return tx.execute(sql, params + [pk, "running"]).rowcount > 0

@@ -1,0 +1,135 @@
+"""Many threads recording into one session: seq stays gap-free and revisions stay unique and increasing."""
+import threading
+
+import pytest
+from django.db import connections
+
+from dag.live import broadcast
+from dag.models import Node, Session
+from dag.recording import revisions
+from dag.recording.recorder import DjangoRecorder
+from runtime import agentic_function, use_recorder
+
+from ..dag_helpers import new_session
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+THREADS = 8
+ROUNDS = 5
+CHILDREN = 3
+
+
+@pytest.fixture
+def published():
+    received = []  # list.append is atomic, so listeners on many threads may share it
+
+    def listener(session_id, messages):
+        received.extend((threading.get_ident(), message) for message in messages)
+
+    broadcast.subscribe(listener)
+    yield received
+    broadcast.unsubscribe(listener)
+
+
+def _in_threads(work, count=THREADS):
+    """Run `work(index)` on `count` threads started together; re-raise the first failure."""
+    start = threading.Barrier(count)
+    failures = []
+
+    def main(index):
+        try:
+            start.wait()
+            work(index)
+        except BaseException as exc:  # reported below, on the test's thread
+            failures.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=main, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise failures[0]
+
+
+def _tree():
+    @agentic_function
+    def child(i: int) -> int:
+        return i
+
+    @agentic_function
+    def parent(thread: int) -> int:
+        return sum(child(i) for i in range(CHILDREN))
+
+    return parent
+
+
+def test_eight_threads_keep_seq_gap_free_and_revisions_unique_and_monotonic(published):
+    session = new_session()
+    recorder = DjangoRecorder(session)  # shared, as the threads of one run share it
+    parent = _tree()
+
+    def work(index):
+        with use_recorder(recorder):
+            for _ in range(ROUNDS):
+                parent(index)
+
+    _in_threads(work)
+
+    total = THREADS * ROUNDS * (1 + CHILDREN)
+    nodes = list(Node.objects.filter(session=session).order_by("seq"))
+    assert [n.seq for n in nodes] == list(range(total))
+    assert all(n.status == "completed" for n in nodes)
+    session.refresh_from_db()
+    assert (session.node_count, session.rev) == (total, 2 * total)  # an entry and an exit per call
+
+    revs = [message["rev"] for _, message in published]
+    assert sorted(revs) == list(range(1, 2 * total + 1))  # every revision once, none skipped
+    for thread in {ident for ident, _ in published}:
+        mine = [message["rev"] for ident, message in published if ident == thread]
+        assert mine == sorted(mine), "a thread saw its own revisions go backwards"
+    created = {m["node"]["id"]: m["rev"] for _, m in published if m["node"]["status"] == "running"}
+    finished = {m["node"]["id"]: m["rev"] for _, m in published if m["node"]["status"] == "completed"}
+    assert all(created[node_id] < finished[node_id] for node_id in created)
+    # seq follows creation order, and creation revisions follow seq
+    assert [created[n.id] for n in nodes] == sorted(created.values())
+    children = [n for n in nodes if n.name == "child"]
+    by_id = {n.id: n for n in nodes}
+    assert all(by_id[c.parent_id].name == "parent" and c.seq > by_id[c.parent_id].seq for c in children)
+
+
+def test_closing_open_nodes_while_threads_write_never_reopens_a_closed_node(published):
+    session = new_session()
+
+    @agentic_function
+    def child(i: int, stopper: bool) -> int:
+        if stopper and i == 1:  # a stop lands mid-run: it closes this very call and its caller too
+            revisions.close_open_nodes(session.id, "cancelled", error="stop")
+        return i
+
+    @agentic_function
+    def parent(thread: int) -> int:
+        return sum(child(i, thread == 0) for i in range(CHILDREN))
+
+    def work(index):
+        with use_recorder(DjangoRecorder(session)):
+            for _ in range(ROUNDS):
+                parent(index)
+
+    _in_threads(work)
+
+    nodes = Node.objects.filter(session=session)
+    assert set(nodes.values_list("status", flat=True)) <= {"completed", "cancelled"}
+    assert not nodes.filter(status="cancelled").exclude(error="stop").exists()
+    assert nodes.filter(status="cancelled", name="parent").count() >= ROUNDS  # the stopper's own calls
+    history = {}
+    for message in sorted((m for _, m in published), key=lambda m: m["rev"]):
+        history.setdefault(message["node"]["id"], []).append(message["node"]["status"])
+    for statuses in history.values():
+        assert statuses[0] == "running" and len(statuses) == 2, statuses  # opened once, ended once
+    revs = [m["rev"] for _, m in published]
+    assert sorted(revs) == list(range(1, len(revs) + 1))
+    assert Session.objects.get(pk=session.pk).rev == len(revs)
+    assert list(nodes.order_by("seq").values_list("seq", flat=True)) == list(range(nodes.count()))

@@ -1,0 +1,137 @@
+"""Export of a session's whole DAG as JSON, the management command, and the import round-trip."""
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from dag.models import Session
+from dag.recording import revisions
+from dag.recording.export import SessionImportError, export_session, import_session
+from runtime import agentic_function
+
+from ..dag_helpers import model_call, new_session, recording
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def recorded_session():
+    """A finished session with nested code nodes, llm nodes, an error and a non-JSON value."""
+    @agentic_function
+    def flaky(n: int):
+        """Fails on purpose."""
+        raise RuntimeError(f"attempt {n} failed")
+
+    @agentic_function(expose="full", render_range={"callers": 1, "subcalls": -1})
+    def research(topic: str, tags=frozenset({"b", "a"})):
+        """Research a topic."""
+        model_call(f"tell me about {topic}", "cats purr", tool_calls=[{"name": "flaky", "arguments": {"n": 1}}])
+        try:
+            flaky(1)
+        except RuntimeError:
+            pass
+        return {"summary": "cats purr", "raw": b"\x01\x02"}
+
+    session = new_session(function="research", args={"topic": "cats"})
+    revisions.set_session_status(session.id, "running")
+    with recording(session):
+        result = research("cats")
+    revisions.set_session_status(session.id, "completed", result=result)
+    session.refresh_from_db()
+    return session
+
+
+def _without_ids(document: dict) -> dict:
+    """The export with ids replaced by what they point at, for comparing two copies of one DAG."""
+    seq_of = {node["id"]: node["seq"] for node in document["nodes"]}
+    nodes = [{**node, "id": None, "parent": seq_of.get(node["parent"])} for node in document["nodes"]]
+    return {**document, "session": {**document["session"], "id": None}, "nodes": nodes}
+
+
+def test_export_has_the_session_and_its_nodes_in_seq_order(recorded_session):
+    document = export_session(recorded_session)
+    assert document["version"] == 1
+    assert document["session"] == recorded_session.as_dict()
+    assert [(n["seq"], n["kind"], n["name"], n["status"]) for n in document["nodes"]] == [
+        (0, "code", "research", "completed"), (1, "llm", "llm", "completed"), (2, "code", "flaky", "error")]
+    assert document["nodes"][0]["output"] == {"summary": "cats purr", "raw": "<bytes: 2 bytes>"}
+    json.dumps(document)  # JSON all the way down
+
+
+def test_import_of_an_export_round_trips_through_json(recorded_session):
+    original = export_session(recorded_session)
+    other_owner = new_session(username="bob").owner
+    copy = import_session(json.loads(json.dumps(original)), other_owner)
+
+    assert copy.pk != recorded_session.pk and copy.owner == other_owner
+    again = export_session(copy)
+    assert _without_ids(again) == _without_ids(original)
+    assert {n["id"] for n in again["nodes"]}.isdisjoint({n["id"] for n in original["nodes"]})
+    # the copy keeps recording where the original left off
+    assert revisions.create_node(copy.id, kind="code", name="more").seq == len(original["nodes"])
+
+
+def test_export_session_command_prints_or_writes_the_document(recorded_session, tmp_path):
+    out = StringIO()
+    call_command("export_session", str(recorded_session.pk), stdout=out)
+    assert json.loads(out.getvalue()) == json.loads(json.dumps(export_session(recorded_session)))
+
+    target = tmp_path / "session.json"
+    call_command("export_session", str(recorded_session.pk), "-o", str(target), stderr=StringIO())
+    assert json.loads(target.read_text())["session"]["id"] == str(recorded_session.pk)
+
+
+@pytest.mark.parametrize("bad_id", ["not-a-uuid", "00000000-0000-0000-0000-000000000000"])
+def test_export_session_command_names_an_unknown_session(bad_id):
+    with pytest.raises(CommandError, match=f"no session with id '{bad_id}'"):
+        call_command("export_session", bad_id)
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d.pop("nodes"), "'nodes' must be a list"),
+    (lambda d: d.update(version=9), "version must be 1"),
+    (lambda d: d["session"].update(status="paused"), "session.status must be one of queued"),
+    (lambda d: d["nodes"][1].update(seq=5), r"nodes\[1\].seq must be 1"),
+    (lambda d: d["nodes"][2].update(parent=-1), r"nodes\[2\].parent -1 names no earlier node"),
+    (lambda d: d["nodes"][0].update(kind="tool"), r"nodes\[0\].kind must be one of code, llm"),
+    (lambda d: d["nodes"][0].update(depth=-2), r"nodes\[0\].depth must be a whole number"),
+    (lambda d: d["nodes"][0].update(started_at="yesterday"), r"nodes\[0\].started_at must be an ISO 8601"),
+    (lambda d: d["nodes"][0].update(name="n" * 201), r"nodes\[0\].name must be at most 200 characters"),
+])
+def test_import_rejects_a_malformed_document_naming_the_field(recorded_session, mutate, message):
+    document = json.loads(json.dumps(export_session(recorded_session)))
+    mutate(document)
+    owner_sessions = Session.objects.filter(owner=recorded_session.owner)
+    sessions_before = owner_sessions.count()
+    with pytest.raises(SessionImportError, match=message):
+        import_session(document, recorded_session.owner)
+    assert owner_sessions.count() == sessions_before  # nothing half-imported
+
+
+class _CountingNode(dict):
+    """An exported node that counts how often the importer reads its id."""
+
+    reads = 0
+
+    def get(self, key, default=None):
+        if key == "id":
+            _CountingNode.reads += 1
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        if key == "id":
+            _CountingNode.reads += 1
+        return super().__getitem__(key)
+
+
+def test_import_finds_parents_without_rescanning_earlier_nodes(user):
+    # A flat run (one caller, many calls: slow_count) used to cost a scan back to the caller per node,
+    # quadratic in the node count: seconds at 10,000 nodes.
+    count = 300
+    nodes = [_CountingNode(id=1000 + seq, seq=seq, parent=None if seq == 0 else 1000, kind="code",
+                           name="step", status="completed") for seq in range(count)]
+    _CountingNode.reads = 0
+    copy = import_session({"version": 1, "session": {"function": "slow_count"}, "nodes": nodes}, user)
+    assert copy.nodes.filter(parent__isnull=False).count() == count - 1
+    assert _CountingNode.reads <= 2 * count
