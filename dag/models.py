@@ -34,6 +34,9 @@ class Session(models.Model):
     cancel_requested = models.BooleanField(default=False)
     budget = models.JSONField(null=True, blank=True)  # the limits of a delegation budget, if any
     budget_spend = models.JSONField(null=True, blank=True)  # what the run spent against them
+    # The budget asked for at launch ({"max_depth", "max_llm_calls", "max_tokens", "timeout_s"}, each
+    # optional): opened around the entry call, so it tightens the function's own.
+    launch_budget = models.JSONField(null=True, blank=True)
     model = models.CharField(max_length=200, blank=True)
     rev = models.PositiveBigIntegerField(default=0)
     node_count = models.PositiveIntegerField(default=0)  # also the next node's seq
@@ -64,6 +67,7 @@ class Session(models.Model):
             "cancel_requested": self.cancel_requested,
             "budget": self.budget,
             "budget_spend": self.budget_spend,
+            "launch_budget": self.launch_budget,
             "model": self.model,
             "rev": self.rev,
             "node_count": self.node_count,
@@ -106,6 +110,9 @@ class Node(models.Model):
     model = models.CharField(max_length=200, blank=True)
     usage = models.JSONField(null=True, blank=True)  # {"input_tokens": N, "output_tokens": M}
     error = models.TextField(blank=True)
+    # What turned a refused call away, as data for the browser: "depth" (the per-name ceiling) or
+    # "budget:<dimension>"; empty for a call that was not refused.
+    refusal = models.CharField(max_length=32, blank=True, default="")
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     rev = models.PositiveBigIntegerField(default=0)  # the session revision of this row's last change
@@ -141,6 +148,7 @@ class Node(models.Model):
             "input": self.input,
             "output": self.output,
             "error": self.error,
+            "refusal": self.refusal,
             "model": self.model,
             "usage": self.usage,
             "rev": self.rev,

@@ -14,9 +14,10 @@ from ..dag_helpers import new_session
 pytestmark = pytest.mark.django_db
 
 SESSION_KEYS = {"id", "function", "args", "status", "result", "error", "cancel_requested", "budget",
-                "budget_spend", "model", "rev", "node_count", "created_at", "started_at", "finished_at"}
+                "budget_spend", "launch_budget", "model", "rev", "node_count", "created_at", "started_at",
+                "finished_at"}
 NODE_KEYS = {"id", "seq", "parent", "kind", "name", "status", "depth", "name_depth", "expose", "render_range",
-             "doc", "input", "output", "error", "model", "usage", "rev", "started_at", "finished_at",
+             "doc", "input", "output", "error", "refusal", "model", "usage", "rev", "started_at", "finished_at",
              "duration_ms"}
 
 
