@@ -16,9 +16,11 @@ Every registered tool left out gets a reason, so a model that calls it anyway ge
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Iterator, Optional
 
+from .context import _current_tool_policy
 from .registry import registry
 
 # What a bare `exec` offers: every registered tool, the running function included (seed 000).
@@ -52,6 +54,32 @@ class OfferedTools:
             return f"tool {name!r} is not available here: {reason}"
         offered = ", ".join(self.tools) or "none"
         return f"there is no tool named {name!r}; the tools you may call are: {offered}"
+
+
+@contextmanager
+def tool_policy(*, deny: Optional[Iterable[str]] = None, allow: Optional[Iterable[str]] = None,
+                source: Optional[str] = None, toolset: Optional[str] = None) -> Iterator[dict]:
+    """Apply a tool policy to every `exec` made inside the block (the seed's `_current_tool_policy`).
+
+    Nested blocks only narrow: "deny" lists add up, "allow" lists intersect; `source` and `toolset`
+    given here replace the outer block's. Yields the policy in force, as a dict of the seed's shape.
+    """
+    outer = _current_tool_policy.get() or {}
+    policy = dict(outer)
+    if deny is not None:
+        policy["deny"] = sorted(set(outer.get("deny") or ()) | _as_names(deny, "deny"))
+    if allow is not None:
+        names = _as_names(allow, "allow")
+        policy["allow"] = sorted(names & set(outer["allow"]) if outer.get("allow") is not None else names)
+    if source is not None:
+        policy["source"] = source
+    if toolset is not None:
+        policy["toolset"] = toolset
+    token = _current_tool_policy.set(policy)
+    try:
+        yield policy
+    finally:
+        _current_tool_policy.reset(token)
 
 
 def load_tools_spec(deferred: dict) -> dict:

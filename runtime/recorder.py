@@ -1,6 +1,6 @@
 """The recorder seam: how a run's DAG gets written without the runtime knowing where to.
 
-The runtime calls these methods; the web app (`dag.recorder`) implements them on the ORM. With no
+The runtime calls these methods; the web app (`dag.recording.recorder`) implements them on the ORM. With no
 recorder installed (a standalone run) the runtime skips every call, so recording costs nothing.
 
 Install one for a block of code with `use_recorder(recorder)`; it is held in a ContextVar, so two runs

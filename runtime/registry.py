@@ -20,12 +20,15 @@ class Registry:
         """Add `tool` under `tool.tool_name`.
 
         Re-registering the same function (same module and qualified name, as on a module reload)
-        replaces it; a *different* function under a taken name is an error, never a silent swap.
+        replaces it, and so does a function defined inside another function (a closure, a factory, a
+        test) over an earlier registration of its name from the same module, as in the reference
+        implementation. Any other function under a taken name is an error, never a silent swap.
         """
         name = tool.tool_name
         with self._lock:
             existing = self._tools.get(name)
-            if existing is not None and existing is not tool and existing.origin != tool.origin:
+            if existing is not None and existing is not tool and existing.origin != tool.origin \
+                    and not _local_redefinition(existing, tool):
                 raise ToolRegistrationError(
                     f"tool name {name!r} is already registered by {existing.origin}; "
                     f"{tool.origin} cannot take it. Pass name='...' to one of them, or "
@@ -75,6 +78,11 @@ class Registry:
         finally:
             with self._lock:
                 self._tools = saved
+
+
+def _local_redefinition(existing, tool) -> bool:
+    """`tool` is defined inside a function, in the module that registered `existing`."""
+    return "<locals>" in tool.fn.__qualname__ and existing.fn.__module__ == tool.fn.__module__
 
 
 registry = Registry()

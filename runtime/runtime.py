@@ -16,6 +16,7 @@ from .dispatch import ResultCache
 from .exec_loop import run_exec, run_llm
 from .policy import DEFAULT_TOOLSET  # noqa: F401  (the seed's name, read here by users and tests)
 from .providers.base import Provider, create_provider, resolve_model, split_model_spec
+from .providers.callable import CallableProvider
 from .situation import _SITUATIONAL_TEMPLATE, _situational_prefix  # noqa: F401  (the seed's names)
 
 def _env_flag(name: str, default: bool) -> bool:
@@ -31,15 +32,21 @@ class Runtime:
     `provider` is a `runtime.providers.Provider`, a provider name (`"openai"`), or None to choose from
     `model` and then the environment (OPENPROGRAM_MODEL, API keys; the offline `sim` when none is set).
     `model` is a model spec (`"sim:naive"`, `"openai:gpt-4o-mini"`) or, with a provider given, a model
-    name. `unattended` (default: OPENPROGRAM_UNATTENDED, on) refuses tools that need approval; an
+    name. `call` is a plain function that plays the model (the reference implementation's constructor,
+    see `runtime.providers.callable`). `unattended` (default: OPENPROGRAM_UNATTENDED, on) refuses tools that need approval; an
     `approver(tool_name, arguments) -> bool` grants them when attended. `source` names the channel the
     run came from, for tools' `unsafe_in`.
     """
 
     def __init__(self, provider=None, system: Optional[str] = None, model: Optional[str] = None, *,
+                 call: Optional[Callable] = None,
                  unattended: Optional[bool] = None, unattended_deny: Optional[Iterable[str]] = None,
                  source: Optional[str] = None, approver: Optional[Callable[[str, dict], bool]] = None,
                  results_dir: Optional[str] = None):
+        if call is not None:
+            if provider is not None:
+                raise TypeError("Runtime takes provider= or call=, not both")
+            provider = CallableProvider(call, model)
         self._provider_given = provider
         self._provider: Optional[Provider] = provider if isinstance(provider, Provider) else None
         self._default_model: Optional[str] = None

@@ -24,13 +24,11 @@ class Provider:
     """Base class. `complete()` makes one model call; `close()` releases connections.
 
     `check` is called while a slow call is in flight; it raises to abandon the call (a stop).
-    Providers that answer instantly may ignore it. `supports_cancel` says whether an in-flight call
-    can be abandoned.
+    Providers that answer instantly may ignore it.
     """
 
     name = "provider"
     default_model: Optional[str] = None
-    supports_cancel = False
 
     def __init__(self, model: Optional[str] = None):
         self.model = model or self.default_model

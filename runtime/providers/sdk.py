@@ -45,7 +45,6 @@ def http_client(timeout_s: float):
 class SDKProvider(Provider):
     """Base for providers built on an official SDK. Subclasses fill in the four hooks below."""
 
-    supports_cancel = True
     api_key_env = ""
     base_url_env = ""
 

@@ -146,15 +146,17 @@ def test_as_tool_false_and_register_globally_false_stay_out_of_registry():
     assert private.spec["name"] == "private"
 
 
-def test_name_clash_between_different_functions_is_an_error():
-    @function(name="shared")
+def test_name_clash_between_functions_of_different_modules_is_an_error():
     def one():
         pass
 
-    with pytest.raises(ToolRegistrationError, match="'shared' is already registered by .*one"):
-        @function(name="shared")
-        def two():
-            pass
+    def two():
+        pass
+
+    one.__module__, two.__module__ = "pkg.first", "pkg.second"
+    function(name="shared")(one)
+    with pytest.raises(ToolRegistrationError, match="'shared' is already registered by pkg.first.*one"):
+        function(name="shared")(two)
 
 
 def test_redecorating_the_same_function_replaces_it():

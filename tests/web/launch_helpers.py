@@ -60,7 +60,6 @@ class HangingProvider(Provider):
     """A model whose answer never comes, but whose request a stop can abandon (as the SDK providers do)."""
 
     name = "hanging"
-    supports_cancel = True
 
     def complete(self, request, check=None):
         deadline = time.monotonic() + 30  # a bound so a broken stop fails the test instead of hanging it
