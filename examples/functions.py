@@ -3,9 +3,10 @@
 - `wiki_agent`: an inner agent loop over two small note-searching tools. The function itself is among
   the tools it offers, and the model is told not to call it (the guard's situational prompt).
 - `research_agent`: delegates to `wiki_agent` through its own model loop; shows a nested call tree,
-  a multiline field with a placeholder, and a hidden parameter.
+  a multiline field with a placeholder, a hidden parameter, and a delegation budget of its own.
 - `runaway_agent`: drives a *naive* model that ignores the situational prompt and calls the function
-  it is running inside: five nested frames, and the sixth is refused by the depth ceiling.
+  it is running inside: five nested frames; the sixth is refused by the depth ceiling (the model is
+  told), the model insists, and the second refusal ends the run, six model calls in all.
 - `slow_count`: counts through child calls, a delay apart, so there is time to press Stop.
 """
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import os
 import time
 
-from runtime import agentic_function, checkpoint, function
+from runtime import Budget, agentic_function, checkpoint, function
 
 # --- a small built-in note set and the tools that search it -------------------------------------
 
@@ -75,7 +76,7 @@ def wiki_agent(question: str, mode: str = "brief", runtime=None) -> str:
     "notes": {"multiline": True, "description": "Anything the researcher should keep in mind.",
               "placeholder": "One thought per line, e.g.\nfocus on the depth ceiling\nskip budgets"},
     "api_token": {"hidden": True},
-})
+}, budget=Budget(max_depth=3, max_llm_calls=30, timeout_s=120))
 def research_agent(topic: str, notes: str = "", api_token: str = "", runtime=None) -> dict:
     """Research a topic by delegating questions to the wiki agent, then report what was found."""
     # api_token would authenticate an external wiki. It is hidden from forms and models (so the docstring,
@@ -98,7 +99,8 @@ RUNAWAY_PREFIX = "Delegate this task to an agent: "
 def runaway_agent(task: str, runtime=None) -> str:
     """Hand a task to an agent with a naive model that ignores where it is and calls this function again.
 
-    Shows the recursion guard's backstop: five nested frames run, the sixth is refused by the ceiling.
+    Shows the recursion guard's backstop: five nested frames run, the sixth is refused by the ceiling,
+    and the model's second try ends the run with the RecursionError.
     """
     task = task.removeprefix(RUNAWAY_PREFIX)  # the model passes on the whole text; keep it from growing
     return runtime.exec(content=[{"type": "text", "text": RUNAWAY_PREFIX + task}],

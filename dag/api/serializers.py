@@ -5,9 +5,11 @@ the serializers declare those shapes so the OpenAPI schema documents them.
 """
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from ..models import Node, Session
+from ..runs import launch_budget
 
 
 class FunctionSerializer(serializers.Serializer):
@@ -38,6 +40,7 @@ class SessionSerializer(AsDictSerializer):
     cancel_requested = serializers.BooleanField()
     budget = serializers.JSONField(allow_null=True)
     budget_spend = serializers.JSONField(allow_null=True)
+    launch_budget = serializers.JSONField(allow_null=True, help_text="The budget asked for at launch, if any.")
     model = serializers.CharField(allow_blank=True)
     rev = serializers.IntegerField(help_text="The session's revision: bumped by every change to it or its nodes.")
     node_count = serializers.IntegerField()
@@ -61,6 +64,8 @@ class NodeSerializer(AsDictSerializer):
     input = serializers.JSONField(allow_null=True)
     output = serializers.JSONField(allow_null=True)
     error = serializers.CharField(allow_blank=True)
+    refusal = serializers.CharField(allow_blank=True, help_text='What refused the call: "depth" (the per-name '
+                                    'depth ceiling), "budget:<dimension>", or empty.')
     model = serializers.CharField(allow_blank=True)
     usage = serializers.JSONField(allow_null=True)
     rev = serializers.IntegerField(help_text="The session revision of this node's last change.")
@@ -75,12 +80,29 @@ class ExportSerializer(serializers.Serializer):
     nodes = NodeSerializer(many=True)
 
 
+class LaunchBudgetShape(serializers.Serializer):
+    """The documented shape of a launch budget (checked by `dag.runs.launch_budget`)."""
+
+    max_depth = serializers.IntegerField(min_value=1, required=False, help_text=launch_budget.HELP["max_depth"])
+    max_llm_calls = serializers.IntegerField(min_value=1, required=False,
+                                             help_text=launch_budget.HELP["max_llm_calls"])
+    max_tokens = serializers.IntegerField(min_value=1, required=False, help_text=launch_budget.HELP["max_tokens"])
+    timeout_s = serializers.FloatField(min_value=0, required=False, help_text=launch_budget.HELP["timeout_s"])
+
+
+@extend_schema_field(LaunchBudgetShape)
+class LaunchBudgetField(serializers.JSONField):
+    """A launch budget, taken as JSON so that the launch checks it (and names unknown limits)."""
+
+
 class LaunchSerializer(serializers.Serializer):
     """Checks only the request's shape; the arguments are checked against the function's own schema."""
 
     function = serializers.CharField(max_length=200)
     args = serializers.JSONField(required=False, default=dict,
                                  help_text="Arguments by parameter name, as the function's spec describes.")
+    budget = LaunchBudgetField(required=False, allow_null=True, default=None,
+                               help_text="Limits for the whole run; they tighten the function's own budget.")
 
 
 class LaunchErrorSerializer(serializers.Serializer):
@@ -88,6 +110,8 @@ class LaunchErrorSerializer(serializers.Serializer):
     function = serializers.ListField(child=serializers.CharField(), required=False)
     args = serializers.JSONField(required=False, help_text='{"param": ["message", ...]} or ["message"] '
                                                            'when the arguments as a whole are wrong.')
+    budget = serializers.JSONField(required=False, help_text='{"limit": ["message", ...]} or ["message"] '
+                                                             'when the budget as a whole is wrong.')
 
 
 class SinceRevErrorSerializer(serializers.Serializer):

@@ -66,7 +66,8 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         shape = LaunchSerializer(data=data)
         shape.is_valid(raise_exception=True)
         try:
-            session = launch(request.user, shape.validated_data["function"], shape.validated_data["args"])
+            session = launch(request.user, shape.validated_data["function"], shape.validated_data["args"],
+                             shape.validated_data["budget"])
         except LaunchRejected as exc:
             return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
         return Response(session.as_dict(), status=status.HTTP_201_CREATED)

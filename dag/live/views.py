@@ -17,6 +17,7 @@ from django.shortcuts import get_object_or_404, render
 from runtime import max_recursion_depth
 
 from ..models import Session
+from ..runs.launch_budget import describe
 
 SESSIONS_PER_PAGE = 50
 
@@ -65,6 +66,7 @@ def session_detail(request, session_id: uuid.UUID):
     session = get_object_or_404(Session, pk=session_id, owner=request.user)
     return render(request, "sessions/detail.html", {
         "session": session,
+        "launch_budget": describe(session.launch_budget),
         "ceiling": max_recursion_depth(),
         "heartbeat_s": getattr(settings, "OPENPROGRAM_WS_HEARTBEAT_S", 5.0),
     })

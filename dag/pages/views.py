@@ -10,6 +10,7 @@ from django.views.decorators.http import require_http_methods
 from ..models import Session
 from ..runs import catalog
 from ..runs.launch import LaunchRejected, launch
+from .budget_form import LaunchBudgetForm
 from .forms import LaunchForm
 
 
@@ -32,27 +33,30 @@ def function_form(request, name: str):
         raise Http404(str(exc)) from None
     if request.method == "POST":
         form = LaunchForm(entry.tool, data=request.POST)
-        if form.is_valid():
+        budget_form = LaunchBudgetForm(data=request.POST)
+        if all([form.is_valid(), budget_form.is_valid()]):  # both checked: every error shown at once
             try:
-                session = launch(request.user, entry.name, form.args)
+                session = launch(request.user, entry.name, form.args, budget_form.budget)
             except LaunchRejected as exc:  # the catalog changed between validation and launch
                 form.add_error(None, str(exc))
             else:
                 return redirect(session_page_url(session))
         status = 400
     else:
-        form = LaunchForm(entry.tool, initial_args=_run_again_args(request, entry.name))
+        again = _run_again_session(request, entry.name)
+        form = LaunchForm(entry.tool, initial_args=again.args if again and isinstance(again.args, dict) else None)
+        budget_form = LaunchBudgetForm(initial_budget=again.launch_budget if again else None)
         status = 200
-    return render(request, "functions/form.html", {"entry": entry, "form": form}, status=status)
+    return render(request, "functions/form.html", {"entry": entry, "form": form, "budget_form": budget_form},
+                  status=status)
 
 
-def _run_again_args(request, function: str) -> dict | None:
-    """The arguments of the caller's session named by ?from=<id> ("run again"), if any."""
+def _run_again_session(request, function: str) -> Session | None:
+    """The caller's session named by ?from=<id> ("run again"), whose arguments and budget the form takes."""
     session_id = request.GET.get("from")
     if not session_id:
         return None
     try:
-        session = get_object_or_404(Session, pk=session_id, owner=request.user, function=function)
+        return get_object_or_404(Session, pk=session_id, owner=request.user, function=function)
     except ValidationError:  # not a UUID
         raise Http404(f"no session {session_id!r} of {function} to run again") from None
-    return session.args if isinstance(session.args, dict) else None

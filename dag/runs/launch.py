@@ -15,12 +15,14 @@ from runtime.spec import argument_errors
 from ..models import Session
 from . import catalog
 from .executors import get_executor
+from .launch_budget import BudgetProblem, clean_budget
 
 NON_FIELD = "__all__"
 
 
 class LaunchRejected(ValueError):
-    """The launch request was wrong. `errors` is {"function": [msg]} or {"args": {param: [msg]} | [msg]}."""
+    """The launch request was wrong. `errors` is {"function": [msg]}, {"args": {param: [msg]} | [msg]}
+    or {"budget": {limit: [msg]}}."""
 
     def __init__(self, errors: dict):
         self.errors = errors
@@ -67,8 +69,9 @@ def argument_problems(tool, args) -> dict[str, list[str]]:
     return problems
 
 
-def create_session(owner, function: str, args) -> Session:
-    """A queued session for `function(**args)` owned by `owner`, or LaunchRejected saying what is wrong."""
+def create_session(owner, function: str, args, budget: dict | None = None) -> Session:
+    """A queued session for `function(**args)` owned by `owner`, run under `budget` (see
+    `launch_budget`), or LaunchRejected saying what is wrong."""
     if not isinstance(function, str) or not function:
         raise LaunchRejected({"function": ["give the name of a function to run"]})
     try:
@@ -79,7 +82,12 @@ def create_session(owner, function: str, args) -> Session:
     if problems:
         # A problem with the arguments as a whole (not an object, too large) comes alone: a list.
         raise LaunchRejected({"args": problems.get(NON_FIELD) or problems})
-    return Session.objects.create(owner=owner, function=function, args=args, model=configured_model())
+    try:
+        budget = clean_budget(budget)
+    except BudgetProblem as exc:
+        raise LaunchRejected({"budget": exc.errors.get(NON_FIELD) or exc.errors}) from None
+    return Session.objects.create(owner=owner, function=function, args=args, model=configured_model(),
+                                  launch_budget=budget)
 
 
 def configured_model() -> str:
@@ -91,9 +99,9 @@ def configured_model() -> str:
     return f"{provider}:{model}" if model else provider
 
 
-def launch(owner, function: str, args) -> Session:
+def launch(owner, function: str, args, budget: dict | None = None) -> Session:
     """Create the session and submit it to the configured executor (after the row is committed)."""
     executor = get_executor()  # first: a misconfigured executor must not leave a session queued forever
-    session = create_session(owner, function, args)
+    session = create_session(owner, function, args, budget)
     executor.submit(session.pk)
     return session

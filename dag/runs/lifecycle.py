@@ -17,7 +17,7 @@ from ..models import Node, Session
 from ..recording import revisions
 from ..recording.recorder import DjangoRecorder, error_text
 from ..recording.values import clean_text
-from . import catalog, stop
+from . import catalog, launch_budget, stop
 
 log = logging.getLogger(__name__)
 
@@ -68,9 +68,10 @@ def run_session(session_id) -> None:
     recorder = DjangoRecorder(session)
     with stop.watch(session_id) as signal, use_recorder(recorder):
         try:
-            outcome = tool(**kwargs)
-            # A worker thread has no event loop of its own: an async function gets one for its run.
-            result = asyncio.run(outcome) if tool.is_async else outcome
+            with launch_budget.opened(session.launch_budget):
+                outcome = tool(**kwargs)
+                # A worker thread has no event loop of its own: an async function gets one for its run.
+                result = asyncio.run(outcome) if tool.is_async else outcome
         except CancelledError as exc:
             status, error = _stopped_status(signal), error_text(exc)
         except BaseException as exc:  # SystemExit included: whatever ended the run, the session ends too

@@ -56,6 +56,14 @@ def explode(message: str = "boom") -> str:
     raise RuntimeError(message)
 
 
+@agentic_function(register_globally=False)
+def chatty(calls: int = 5, runtime=None) -> int:
+    """Make `calls` model calls, one after another."""
+    for _ in range(calls):
+        runtime.llm("say something")
+    return calls
+
+
 class HangingProvider(Provider):
     """A model whose answer never comes, but whose request a stop can abandon (as the SDK providers do)."""
 

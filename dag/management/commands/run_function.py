@@ -23,7 +23,8 @@ from dag.live.cli_tree import build_tree
 from dag.models import Node, Session
 from dag.pages.forms import LaunchForm, to_form_text
 from dag.runs import catalog
-from dag.runs.launch import launch
+from dag.runs.launch import LaunchRejected, launch
+from dag.runs.launch_budget import FIELDS, BudgetProblem, describe, parse_budget_text
 from dag.runs.lifecycle import request_stop
 from dag.runs.local_user import default_user
 
@@ -85,6 +86,9 @@ class Command(BaseCommand):
         parser.add_argument("arguments", nargs="*", metavar="key=value",
                             help="arguments as the form takes them; repeat a key for a list")
         parser.add_argument("--user", help="run as this user (default: the local user)")
+        parser.add_argument("--budget", metavar="LIMIT=N,...", default="",
+                            help=f"limits for the whole run, e.g. max_llm_calls=20,timeout_s=60 "
+                                 f"(any of {', '.join(FIELDS)}); they tighten the function's own budget")
 
     def handle(self, *args, **options):
         try:
@@ -96,11 +100,20 @@ class Command(BaseCommand):
             lines = [f"  {name if name != '__all__' else 'arguments'}: {message}"
                      for name, messages in form.errors.items() for message in messages]
             raise CommandError(f"invalid arguments for {entry.name}:\n" + "\n".join(lines), returncode=2)
+        try:
+            budget = parse_budget_text(options["budget"])
+        except BudgetProblem as exc:
+            raise CommandError(f"invalid --budget: {exc}", returncode=2) from None
         user = self._user(options["user"])
-        session = launch(user, entry.name, form.args)
+        try:
+            session = launch(user, entry.name, form.args, budget)
+        except LaunchRejected as exc:  # the catalog changed since the form was checked
+            raise CommandError(f"cannot launch {entry.name}: {exc}", returncode=2) from None
         console = Console(file=getattr(self.stdout, "_out", self.stdout), highlight=False)
         console.print(f"Session {session.pk} (as {user.get_username()}); page: /sessions/{session.pk}/",
                       soft_wrap=True)
+        if budget:
+            console.print(f"Budget: {describe(budget)}", soft_wrap=True)
         session, nodes = self._watch(session, console)
         console.print(build_tree(session.as_dict(), nodes))  # the whole tree, once it is final
         self._report(session, console)

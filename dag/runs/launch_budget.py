@@ -1,0 +1,101 @@
+"""A budget asked for at launch (form, API, CLI): checked here, stored on the session, opened around the run.
+
+The shape is `runtime.Budget`'s: {"max_depth": int, "max_llm_calls": int, "max_tokens": int,
+"timeout_s": seconds}, each optional and positive. It is opened as a `with Budget(...)` block around
+the entry call, so it tightens the function's own budget (and the default one) and never relaxes them.
+"""
+from __future__ import annotations
+
+import math
+from contextlib import nullcontext
+from typing import Any, ContextManager, Optional
+
+from runtime import Budget
+
+FIELDS = ("max_depth", "max_llm_calls", "max_tokens", "timeout_s")
+COUNTS = ("max_depth", "max_llm_calls", "max_tokens")
+# Far beyond any run, small enough for every database's integer column and JSON reader.
+MAX_COUNT = 10**9
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
+
+HELP = {
+    "max_depth": "How many agentic calls may nest, whatever their names (1: the function itself only).",
+    "max_llm_calls": "How many model calls the whole run may make.",
+    "max_tokens": "How many tokens (in and out) the whole run may spend.",
+    "timeout_s": "How many seconds the run may take.",
+}
+
+
+class BudgetProblem(ValueError):
+    """The budget asked for is wrong. `errors` is {field: [message]} or {"__all__": [message]}."""
+
+    def __init__(self, errors: dict):
+        self.errors = errors
+        super().__init__("; ".join(f"{name}: {' '.join(messages)}" for name, messages in errors.items()))
+
+
+def _field_problem(name: str, value: Any) -> Optional[str]:
+    if name in COUNTS:
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"must be a whole number from 1 to {MAX_COUNT}, got {value!r}"
+        if not 1 <= value <= MAX_COUNT:
+            return f"must be from 1 to {MAX_COUNT}, got {value}"
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return f"must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:g}, got {value!r}"
+    if not 0 < value <= MAX_TIMEOUT_S:
+        return f"must be above 0 and at most {MAX_TIMEOUT_S:g} seconds, got {value:g}"
+    return None
+
+
+def clean_budget(value: Any) -> Optional[dict]:
+    """`value` as a launch budget (only the limits given), None for no budget; BudgetProblem if wrong."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise BudgetProblem({"__all__": [f"must be an object with any of {', '.join(FIELDS)}"]})
+    unknown = [key for key in value if key not in FIELDS]
+    if unknown:
+        raise BudgetProblem({"__all__": [f"unknown limit(s) {', '.join(map(repr, unknown))}; "
+                                         f"the limits are {', '.join(FIELDS)}"]})
+    given = {name: value[name] for name in FIELDS if value.get(name) is not None}
+    errors = {name: [problem] for name, problem in ((n, _field_problem(n, v)) for n, v in given.items()) if problem}
+    if errors:
+        raise BudgetProblem(errors)
+    return {name: float(v) if name == "timeout_s" else v for name, v in given.items()} or None
+
+
+def parse_budget_text(text: str) -> Optional[dict]:
+    """`"max_llm_calls=20,timeout_s=60"` (the CLI's --budget) as a launch budget; BudgetProblem if wrong."""
+    budget: dict[str, Any] = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        name, sep, raw = part.partition("=")
+        name, raw = name.strip(), raw.strip()
+        if not sep or not name:
+            raise BudgetProblem({"__all__": [f"{part!r} is not NAME=VALUE; the limits are {', '.join(FIELDS)}"]})
+        budget[name] = _number(raw)
+    return clean_budget(budget)
+
+
+def _number(raw: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(raw)
+        except ValueError:
+            continue
+    return raw  # not a number: clean_budget names the field and what it must be
+
+
+def opened(launch_budget: Optional[dict]) -> ContextManager:
+    """The block to run a session's entry call in: its launch budget, or nothing."""
+    return Budget(**launch_budget) if launch_budget else nullcontext()
+
+
+def describe(launch_budget: Optional[dict]) -> str:
+    """One line for pages and the CLI: "max_llm_calls 20 · timeout_s 60 s"."""
+    if not launch_budget:
+        return ""
+    return " · ".join(f"{name} {launch_budget[name]:g} s" if name == "timeout_s" else f"{name} {launch_budget[name]}"
+                      for name in FIELDS if name in launch_budget)

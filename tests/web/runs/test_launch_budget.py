@@ -1,0 +1,180 @@
+"""Budgets at launch (issue 10): the form's Advanced section, the API's "budget", run_function --budget.
+
+Each is checked one way (`dag.runs.launch_budget`), stored on the session, shown on its page, and opened
+around the run, where it tightens the function's own budget.
+"""
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+from rest_framework.test import APIClient
+
+from dag.models import Node, Session
+from dag.runs.launch_budget import BudgetProblem, clean_budget, parse_budget_text
+from dag.runs.lifecycle import run_session
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def api(user):
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+@pytest.fixture
+def no_run(django_capture_on_commit_callbacks):
+    """Launch without running: the executor hand-off is captured, not executed."""
+    with django_capture_on_commit_callbacks(execute=False):
+        yield
+
+
+# --- one check for every door ------------------------------------------------------------------------
+
+def test_a_budget_keeps_only_the_limits_given_and_seconds_as_a_float():
+    assert clean_budget({"max_llm_calls": 20, "timeout_s": 60, "max_depth": None}) == {
+        "max_llm_calls": 20, "timeout_s": 60.0}
+    assert clean_budget(None) is None and clean_budget({}) is None
+
+
+@pytest.mark.parametrize("budget, field, words", [
+    ({"max_llm_calls": 0}, "max_llm_calls", "from 1 to"),
+    ({"max_depth": -3}, "max_depth", "from 1 to"),
+    ({"max_tokens": "many"}, "max_tokens", "whole number"),
+    ({"max_tokens": 2.5}, "max_tokens", "whole number"),
+    ({"max_depth": True}, "max_depth", "whole number"),
+    ({"timeout_s": 0}, "timeout_s", "above 0"),
+    ({"timeout_s": float("inf")}, "timeout_s", "number of seconds"),
+    ({"max_llm_calls": 10**12}, "max_llm_calls", "from 1 to"),
+    ({"max_calls": 3}, "__all__", "unknown limit(s) 'max_calls'; the limits are max_depth"),
+    ([1, 2], "__all__", "must be an object"),
+])
+def test_a_wrong_budget_names_the_limit_and_what_is_allowed(budget, field, words):
+    with pytest.raises(BudgetProblem) as caught:
+        clean_budget(budget)
+    assert list(caught.value.errors) == [field] and words in caught.value.errors[field][0]
+
+
+def test_the_cli_text_form_reads_numbers():
+    assert parse_budget_text("max_llm_calls=20, timeout_s=1.5") == {"max_llm_calls": 20, "timeout_s": 1.5}
+    assert parse_budget_text("") is None
+    with pytest.raises(BudgetProblem, match="not NAME=VALUE"):
+        parse_budget_text("max_llm_calls")
+
+
+# --- the API -------------------------------------------------------------------------------------------
+
+def test_api_launch_stores_the_budget_and_answers_with_it(api, test_functions, no_run):
+    response = api.post("/api/sessions/", {"function": "echo", "args": {"text": "hi"},
+                                           "budget": {"max_llm_calls": 20, "timeout_s": 60}}, format="json")
+    assert response.status_code == 201, response.json()
+    assert response.json()["launch_budget"] == {"max_llm_calls": 20, "timeout_s": 60.0}
+    assert Session.objects.get().launch_budget == {"max_llm_calls": 20, "timeout_s": 60.0}
+
+
+@pytest.mark.parametrize("budget, body", [
+    ({"max_llm_calls": 0}, {"budget": {"max_llm_calls": ["must be from 1 to 1000000000, got 0"]}}),
+    ({"max_tokens": "ten"}, {"budget": {"max_tokens": ["must be a whole number from 1 to 1000000000, got 'ten'"]}}),
+    ({"retries": 3}, {"budget": ["unknown limit(s) 'retries'; the limits are max_depth, max_llm_calls, "
+                                 "max_tokens, timeout_s"]}),
+    ("lots", {"budget": ["must be an object with any of max_depth, max_llm_calls, max_tokens, timeout_s"]}),
+])
+def test_api_launch_with_a_wrong_budget_is_a_400_naming_the_field(api, test_functions, no_run, budget, body):
+    response = api.post("/api/sessions/", {"function": "echo", "args": {"text": "hi"}, "budget": budget},
+                        format="json")
+    assert response.status_code == 400 and response.json() == body
+    assert not Session.objects.exists()
+
+
+def test_the_schema_documents_the_launch_budget(api):
+    schema = api.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    shape = schema["components"]["schemas"]["LaunchBudgetShape"]["properties"]
+    assert set(shape) == {"max_depth", "max_llm_calls", "max_tokens", "timeout_s"}
+
+
+# --- the form ------------------------------------------------------------------------------------------
+
+def test_the_form_has_a_closed_advanced_section_with_the_four_limits(logged_in, test_functions):
+    page = logged_in.get("/functions/echo/").content.decode()
+    assert '<details class="advanced" data-role="advanced">' in page
+    for name in ("max_depth", "max_llm_calls", "max_tokens", "timeout_s"):
+        assert f'name="budget-{name}"' in page
+
+
+def test_the_form_launches_with_a_budget(logged_in, test_functions, no_run):
+    response = logged_in.post("/functions/echo/", {"text": "hi", "budget-max_llm_calls": "3",
+                                                   "budget-timeout_s": "2.5"})
+    session = Session.objects.get()
+    assert response.status_code == 302 and session.launch_budget == {"max_llm_calls": 3, "timeout_s": 2.5}
+    page = logged_in.get(f"/sessions/{session.pk}/").content.decode()
+    assert "Launched with a budget: max_llm_calls 3 · timeout_s 2.5 s" in page
+    again = logged_in.get(f"/functions/echo/?from={session.pk}").content.decode()
+    assert 'name="budget-max_llm_calls" value="3"' in again and "<details class=\"advanced\" data-role=\"advanced\" open>" in again
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("max_llm_calls", "0", "greater than or equal to 1"),
+    ("max_depth", "two", "Enter a whole number"),
+    ("timeout_s", "inf", "Enter a number"),
+])
+def test_the_form_refuses_a_wrong_limit_beside_its_field(logged_in, test_functions, field, value, words):
+    response = logged_in.post("/functions/echo/", {"text": "hi", f"budget-{field}": value})
+    assert response.status_code == 400 and not Session.objects.exists()
+    errors = response.context["budget_form"].errors
+    assert list(errors) == [field] and words in errors[field][0]
+    assert '<details class="advanced" data-role="advanced" open>' in response.content.decode()
+
+
+# --- the CLI -------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def local_user(db, django_user_model, fast_hashing):
+    from dag.runs.local_user import LOCAL_USERNAME
+    return django_user_model.objects.create_user(LOCAL_USERNAME, password="local-password")
+
+
+@pytest.mark.django_db(transaction=True)  # the run starts when the launch commits
+def test_run_function_budget_bounds_the_run(local_user, test_functions):
+    out = io.StringIO()
+    with pytest.raises(CommandError) as caught:
+        call_command("run_function", "chatty", "calls=5", "--budget", "max_llm_calls=2,timeout_s=60", stdout=out)
+    assert caught.value.returncode == 1 and "max_llm_calls=2" in str(caught.value)
+    assert "Budget: max_llm_calls 2 · timeout_s 60 s" in out.getvalue()
+    session = Session.objects.get()
+    assert session.launch_budget == {"max_llm_calls": 2, "timeout_s": 60.0}
+    assert Node.objects.filter(session=session, kind="llm").count() == 2
+
+
+@pytest.mark.parametrize("text, words", [("max_llm_calls=0", "max_llm_calls: must be from 1"),
+                                         ("retries=2", "unknown limit(s) 'retries'"),
+                                         ("max_llm_calls", "not NAME=VALUE")])
+def test_run_function_with_a_wrong_budget_exits_2_and_launches_nothing(local_user, test_functions, text, words):
+    with pytest.raises(CommandError) as caught:
+        call_command("run_function", "echo", "text=hi", "--budget", text, stdout=io.StringIO())
+    assert caught.value.returncode == 2 and words in str(caught.value)
+    assert not Session.objects.exists()
+
+
+# --- the run -------------------------------------------------------------------------------------------
+
+def test_the_launch_budget_tightens_the_functions_own(user):
+    # research_agent carries Budget(max_llm_calls=30); the launch asks for 1.
+    session = Session.objects.create(owner=user, function="research_agent", args={"topic": "tides"},
+                                     launch_budget={"max_llm_calls": 1})
+    run_session(session.pk)
+    session.refresh_from_db()
+    assert session.status == "error" and "max_llm_calls=1" in session.error
+    assert Node.objects.filter(session=session, kind="llm").count() == 1
+    assert session.budget["max_llm_calls"] == 1  # what the gauge shows
+
+
+def test_research_agent_ships_with_a_budget_of_its_own(user):
+    from examples.functions import research_agent
+    assert research_agent.budget is not None and research_agent.budget.max_llm_calls == 30
+    session = Session.objects.create(owner=user, function="research_agent", args={"topic": "tides"})
+    run_session(session.pk)
+    session.refresh_from_db()
+    assert session.status == "completed" and session.budget["max_depth"] == 3
