@@ -99,7 +99,7 @@ RUNAWAY_PREFIX = "Delegate this task to an agent: "
 def runaway_agent(task: str, runtime=None) -> str:
     """Hand a task to an agent with a naive model that ignores where it is and calls this function again.
 
-    Shows the recursion guard's backstop: five nested frames run, the sixth is refused by the ceiling,
+    Shows the recursion guard's backstop: five nested frames run; the sixth is refused by the ceiling,
     and the model's second try ends the run with the RecursionError.
     """
     task = task.removeprefix(RUNAWAY_PREFIX)  # the model passes on the whole text; keep it from growing

@@ -54,21 +54,22 @@ def test_wiki_agent_nodes_appear_and_complete(page):
     page.screenshot(path="/tmp/e2e-wiki-agent.png")
 
 
-def test_runaway_agent_shows_five_frames_the_refused_sixth_and_the_gauge_at_the_ceiling(page):
+def test_runaway_agent_shows_five_frames_the_sixth_refused_twice_and_the_gauge_at_the_ceiling(page):
+    # The first refusal goes back to the model; it insists, and the second refusal ends the run.
     launch_from_form(page, "runaway_agent", {"task": "Summarise the notes"})
-    expect(session_status(page)).to_have_text(re.compile("completed|error"))
+    expect(session_status(page)).to_have_text("error")
     page.click("[data-role=expand-all]")
     frames = rows(page, ".kind-code:not(.status-refused)")
     expect(frames).to_have_count(5)
     for level in range(1, 6):
         expect(frames.nth(level - 1).locator(".depth")).to_have_text(f"d{level} · {level}/5")
     refused = rows(page, ".status-refused")
-    expect(refused).to_have_count(1)
-    expect(refused.locator(".name")).to_have_text("runaway_agent")
+    expect(refused).to_have_count(2)
+    expect(refused.locator(".name")).to_have_text(["runaway_agent"] * 2)
     gauge = page.locator("[data-role=gauge]")
     expect(gauge).to_have_class(re.compile("at-ceiling"))
     expect(gauge.locator("[data-role=name-depth]")).to_have_text("5 / 5")
-    expect(gauge.locator("[data-role=refused]")).to_contain_text("1 refused")
+    expect(gauge.locator("[data-role=refused]")).to_contain_text("2 refused")
     gauge.locator("[data-role=refused]").click()
     details = page.locator("[data-role=details]")
     expect(details).to_contain_text("RecursionError")
