@@ -57,6 +57,18 @@ class Events(Recorder):
         self.budgets.append((limits, spend))
 
 
+@function(name="step", register_globally=False)
+def step(task: str = "") -> str:
+    """One step."""
+    return "ok"
+
+
+@agentic_function(register_globally=False)
+def walker(runtime=None) -> str:
+    """Walk: call the step tool until the model answers."""
+    return runtime.exec("walk", tools=[step], max_iterations=100)
+
+
 def self_caller(name="loop"):
     @agentic_function(name=name, register_globally=False)
     def loop(task: str, runtime=None) -> str:
@@ -149,17 +161,6 @@ def test_the_default_is_500_and_zero_turns_it_off(monkeypatch):
     monkeypatch.setenv("OPENPROGRAM_MAX_LLM_CALLS", "0")
     assert default_llm_calls() == 0
     provider = ScriptedProvider([{"tool_calls": [{"name": "step"}]}] * 30 + ["done"])
-
-    @function(register_globally=False)
-    def step() -> str:
-        """One step."""
-        return "ok"
-
-    @agentic_function(register_globally=False)
-    def walker(runtime=None) -> str:
-        """Walk."""
-        return runtime.exec("walk", tools=[step], max_iterations=40)
-
     assert walker(runtime=Runtime(provider=provider)) == "done"  # 31 model calls, no default bound
     monkeypatch.setenv("OPENPROGRAM_MAX_LLM_CALLS", "10")
     with pytest.raises(BudgetExceeded):
@@ -177,17 +178,6 @@ def test_a_bad_default_limit_is_named_in_the_error(monkeypatch, value):
 def test_an_explicit_budget_only_tightens_the_default(monkeypatch, explicit, stops_at):
     monkeypatch.setenv("OPENPROGRAM_MAX_LLM_CALLS", "20")
     model = AlwaysCalls("step")
-
-    @function(name="step", register_globally=False)
-    def step(task: str) -> str:
-        """One step."""
-        return "ok"
-
-    @agentic_function(register_globally=False)
-    def walker(runtime=None) -> str:
-        """Walk."""
-        return runtime.exec("walk", tools=[step], max_iterations=100)
-
     with pytest.raises(BudgetExceeded), explicit:
         walker(runtime=Runtime(provider=model))
     assert model.calls == stops_at
@@ -195,11 +185,6 @@ def test_an_explicit_budget_only_tightens_the_default(monkeypatch, explicit, sto
 
 def test_max_iterations_spent_is_the_frames_and_the_runs_error():
     events = Events()
-
-    @function(register_globally=False)
-    def step() -> str:
-        """One step."""
-        return "ok"
 
     @agentic_function(register_globally=False)
     def inner(runtime=None) -> str:
@@ -224,19 +209,9 @@ def test_a_thread_that_lost_the_context_gets_a_default_budget_of_its_own_and_a_w
     monkeypatch.setenv("OPENPROGRAM_MAX_LLM_CALLS", "3")
     outcomes = []
 
-    @function(name="step", register_globally=False)
-    def step(task: str) -> str:
-        """One step."""
-        return "ok"
-
-    @agentic_function(register_globally=False)
-    def branch(runtime=None) -> str:
-        """A branch run in a thread."""
-        return runtime.exec("walk", tools=[step], max_iterations=100)
-
     def in_bare_thread():
         try:
-            branch(runtime=Runtime(provider=model))
+            walker(runtime=Runtime(provider=model))
         except BudgetExceeded as exc:
             outcomes.append(exc)
 
@@ -248,26 +223,15 @@ def test_a_thread_that_lost_the_context_gets_a_default_budget_of_its_own_and_a_w
             thread.join()
     assert len(outcomes) == 2 and model.calls == 6  # each thread its own tree, each bounded
     warnings = [r for r in caplog.records if "runtime.submit" in r.getMessage()]
-    assert len(warnings) == 1 and "branch" in warnings[0].getMessage()  # once per recorded run
+    assert len(warnings) == 1 and "walker" in warnings[0].getMessage()  # once per recorded run
 
 
 def test_runtime_submit_keeps_the_callers_budget_and_does_not_warn(caplog):
     model = AlwaysCalls("step")
-
-    @function(name="step", register_globally=False)
-    def step(task: str) -> str:
-        """One step."""
-        return "ok"
-
-    @agentic_function(register_globally=False)
-    def branch(runtime=None) -> str:
-        """A branch."""
-        return runtime.exec("walk", tools=[step], max_iterations=100)
-
     runtime = Runtime(provider=model)
     with caplog.at_level(logging.WARNING, logger="runtime"), use_recorder(Events()), \
             Budget(max_llm_calls=10), ThreadPoolExecutor(4) as pool:
-        futures = [submit(pool, branch, runtime=runtime) for _ in range(16)]
+        futures = [submit(pool, walker, runtime=runtime) for _ in range(16)]
         errors = [f.exception() for f in futures]
     assert model.calls == 10 and all(isinstance(e, BudgetExceeded) for e in errors)
     assert not [r for r in caplog.records if "runtime.submit" in r.getMessage()]

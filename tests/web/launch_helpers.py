@@ -111,6 +111,22 @@ def logged_in(client, user):
     return client
 
 
+@pytest.fixture
+def api(user):
+    """A DRF test client authenticated as `user`."""
+    from rest_framework.test import APIClient
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+@pytest.fixture
+def local_user(db, django_user_model, fast_hashing):
+    """The user `make run` creates, which run_function acts as by default."""
+    from dag.runs.local_user import LOCAL_USERNAME
+    return django_user_model.objects.create_user(LOCAL_USERNAME, password="local-password")
+
+
 def wait_for(predicate, timeout: float = 15.0, what: str = "condition"):
     """Poll `predicate()` until truthy (returned) or fail naming `what`; a bound, not a timing assertion."""
     deadline = time.monotonic() + timeout

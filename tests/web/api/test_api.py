@@ -14,13 +14,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def api(user):
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
-
-
-@pytest.fixture
 def queued(django_capture_on_commit_callbacks):
     """Launch through the API without running: the executor hand-off is captured, not executed."""
     def post(api, payload):

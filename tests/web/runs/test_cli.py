@@ -21,11 +21,6 @@ from ..launch_helpers import wait_for
 ROOT = Path(__file__).resolve().parents[3]
 
 
-@pytest.fixture
-def local_user(db, django_user_model, fast_hashing):
-    return django_user_model.objects.create_user(LOCAL_USERNAME, password="local-password")
-
-
 def run(*args) -> str:
     out = io.StringIO()
     call_command("run_function", *args, stdout=out)

@@ -9,20 +9,12 @@ import io
 
 import pytest
 from django.core.management import CommandError, call_command
-from rest_framework.test import APIClient
 
 from dag.models import Node, Session
 from dag.runs.launch_budget import BudgetProblem, clean_budget, parse_budget_text
 from dag.runs.lifecycle import run_session
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def api(user):
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
 
 
 @pytest.fixture
@@ -129,12 +121,6 @@ def test_the_form_refuses_a_wrong_limit_beside_its_field(logged_in, test_functio
 
 
 # --- the CLI -------------------------------------------------------------------------------------------
-
-@pytest.fixture
-def local_user(db, django_user_model, fast_hashing):
-    from dag.runs.local_user import LOCAL_USERNAME
-    return django_user_model.objects.create_user(LOCAL_USERNAME, password="local-password")
-
 
 @pytest.mark.django_db(transaction=True)  # the run starts when the launch commits
 def test_run_function_budget_bounds_the_run(local_user, test_functions):
