@@ -13,7 +13,6 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from dag.models import Node, Session
-from dag.runs.local_user import LOCAL_USERNAME
 
 from ...database_url import database_url
 from ..launch_helpers import wait_for
