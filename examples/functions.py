@@ -60,7 +60,7 @@ MODES = ("brief", "detailed")
 
 @agentic_function(input={
     "question": {"description": "What do you want to know from the wiki notes?",
-                 "placeholder": "How does the recursion guard work?"},
+                 "placeholder": "How does the recursion guard work?", "max_length": 2000},
     "mode": {"options": list(MODES), "description": "brief: the best match; detailed: a few notes."},
 })
 def wiki_agent(question: str, mode: str = "brief", runtime=None) -> str:
@@ -72,7 +72,8 @@ def wiki_agent(question: str, mode: str = "brief", runtime=None) -> str:
 
 
 @agentic_function(input={
-    "topic": {"description": "The subject to research.", "placeholder": "Stopping runaway agents"},
+    "topic": {"description": "The subject to research.", "placeholder": "Stopping runaway agents",
+              "max_length": 500},
     "notes": {"multiline": True, "description": "Anything the researcher should keep in mind.",
               "placeholder": "One thought per line, e.g.\nfocus on the depth ceiling\nskip budgets"},
     "api_token": {"hidden": True},
@@ -107,7 +108,7 @@ def runaway_agent(task: str, runtime=None) -> str:
                         tools=[runaway_agent], model="sim:naive")
 
 
-MAX_COUNT = 1000
+MAX_COUNT = 10_000  # enough for a 10,000-node session from the form
 MAX_DELAY_S = 10.0
 
 
@@ -122,8 +123,8 @@ def count_step(i: int, delay_s: float) -> int:
 
 
 @agentic_function(input={
-    "n": {"description": f"How many child calls to make (1–{MAX_COUNT})."},
-    "delay_s": {"description": f"Seconds between counts (0–{MAX_DELAY_S:g})."},
+    "n": {"description": "How many child calls to make.", "minimum": 1, "maximum": MAX_COUNT},
+    "delay_s": {"description": "Seconds between counts.", "minimum": 0, "maximum": MAX_DELAY_S},
 })
 def slow_count(n: int = 10, delay_s: float = 0.5) -> int:
     """Count to n through n child calls, delay_s seconds apart: a run slow enough to stop."""

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -125,6 +126,19 @@ def check_render_range(render_range: Any) -> Optional[dict]:
     return {"callers": callers, "subcalls": subcalls}
 
 
+def _check_range(param: str, meta: dict) -> None:
+    for bound in ("minimum", "maximum"):
+        value = meta.get(bound)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not math.isfinite(value)):
+            raise ValueError(f"input[{param!r}][{bound!r}] must be a finite number, got {value!r}")
+    if meta.get("minimum") is not None and meta.get("maximum") is not None and meta["minimum"] > meta["maximum"]:
+        raise ValueError(f"input[{param!r}]: minimum {meta['minimum']!r} is above maximum {meta['maximum']!r}")
+    length = meta.get("max_length")
+    if length is not None and (isinstance(length, bool) or not isinstance(length, int) or length < 1):
+        raise ValueError(f"input[{param!r}]['max_length'] must be a positive whole number, got {length!r}")
+
+
 def check_input(input_meta: Any, parameter_names: list[str], defaults: dict) -> dict:
     """Per-parameter UI metadata: known keys only, each naming a real parameter."""
     if input_meta is None:
@@ -146,6 +160,7 @@ def check_input(input_meta: Any, parameter_names: list[str], defaults: dict) -> 
         for text in ("description", "placeholder"):
             if text in meta and not isinstance(meta[text], str):
                 raise ValueError(f"input[{param!r}][{text!r}] must be a string")
+        _check_range(param, meta)
         if "options" in meta and (not isinstance(meta["options"], (list, tuple)) or not meta["options"]):
             raise ValueError(f"input[{param!r}]['options'] must be a non-empty list of allowed values")
         if meta.get("hidden") and param not in defaults:

@@ -16,7 +16,10 @@ from typing import Any, Literal, Optional, Union, get_args, get_origin
 from .errors import ToolArgumentError
 
 RUNTIME_PARAMS = ("runtime", "exec_runtime", "review_runtime")
-INPUT_KEYS = frozenset({"description", "placeholder", "multiline", "options", "hidden"})
+INPUT_KEYS = frozenset({"description", "placeholder", "multiline", "options", "hidden", "minimum", "maximum",
+                        "max_length"})
+# `input` range keys and the JSON-schema keywords they become.
+RANGE_KEYWORDS = {"minimum": "minimum", "maximum": "maximum", "max_length": "maxLength"}
 
 _SIMPLE = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object",
            list: "array", tuple: "array", type(None): "null"}
@@ -122,6 +125,7 @@ def build_parameters(signature: inspect.Signature, hints: dict, input_meta: dict
         prop = dict(schema_for(annotation))
         if meta.get("description"):
             prop["description"] = meta["description"]
+        prop.update({keyword: meta[key] for key, keyword in RANGE_KEYWORDS.items() if key in meta})
         if "options" in meta:
             values = [coerce_option(v, annotation, f"input[{name!r}]") for v in meta["options"]]
             prop["enum"] = values
@@ -171,7 +175,9 @@ def schema_problem(value: Any, schema: dict) -> Optional[str]:
     """Why `value` does not fit `schema` (a JSON-schema subset), or None if it fits."""
     if "anyOf" in schema:
         problems = [schema_problem(value, option) for option in schema["anyOf"]]
-        return None if any(p is None for p in problems) else " or ".join(p for p in problems if p)
+        if all(p is not None for p in problems):
+            return " or ".join(p for p in problems if p)
+        return range_problem(value, schema)
     expected = schema.get("type")
     if expected is not None:
         kinds = expected if isinstance(expected, list) else [expected]
@@ -181,6 +187,9 @@ def schema_problem(value: Any, schema: dict) -> Optional[str]:
     if "enum" in schema and value not in schema["enum"]:
         allowed = ", ".join(repr(v) for v in schema["enum"])
         return f"must be one of {allowed}; got {value!r}"
+    problem = range_problem(value, schema)
+    if problem:
+        return problem
     if isinstance(value, (list, tuple)):
         if "prefixItems" in schema:
             items = schema["prefixItems"]
@@ -201,6 +210,24 @@ def schema_problem(value: Any, schema: dict) -> Optional[str]:
             if problem:
                 return f"key {key!r}: {problem}"
     return None
+
+
+def range_problem(value: Any, schema: dict) -> Optional[str]:
+    """Why a number is outside `minimum`..`maximum`, or a string longer than `maxLength`; None if neither."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        low, high = schema.get("minimum"), schema.get("maximum")
+        if (low is not None and value < low) or (high is not None and value > high):
+            if low is not None and high is not None:
+                return f"must be from {_num(low)} to {_num(high)}, got {_num(value)}"
+            return f"must be at least {_num(low)}, got {_num(value)}" if low is not None else \
+                f"must be at most {_num(high)}, got {_num(value)}"
+    if isinstance(value, str) and schema.get("maxLength") is not None and len(value) > schema["maxLength"]:
+        return f"must be at most {schema['maxLength']} characters, got {len(value)}"
+    return None
+
+
+def _num(value: float) -> str:
+    return str(value) if isinstance(value, int) else f"{value:g}"
 
 
 def _describe(value: Any) -> str:

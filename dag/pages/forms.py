@@ -188,7 +188,12 @@ def _widget(param: Param) -> forms.Widget:
         return forms.Select(attrs=attrs, choices=choices)
     if param.kind in _NUMBER_WORDS:
         attrs["step"] = "1" if param.kind == "integer" else "any"
+        for bound, keyword in (("min", "minimum"), ("max", "maximum")):
+            if keyword in param.schema:
+                attrs[bound] = param.schema[keyword]
         return forms.NumberInput(attrs=attrs)
+    if "maxLength" in param.schema:
+        attrs["maxlength"] = param.schema["maxLength"]
     if param.kind in ("list", "json") or param.meta.get("multiline"):
         attrs.setdefault("rows", 4 if param.kind == "list" else 6)
         return forms.Textarea(attrs=attrs)

@@ -198,3 +198,27 @@ def test_run_again_of_someone_elses_session_is_not_found(client, test_functions,
 
 def test_unknown_function_page_is_not_found(logged_in, test_functions):
     assert logged_in.get("/functions/nope/").status_code == 404
+
+
+# --- ranges (input minimum / maximum / max_length) ---------------------------------------------------
+
+def test_the_form_carries_the_ranges_and_refuses_out_of_range_values_server_side(logged_in):
+    from dag.models import Session
+    page = logged_in.get("/functions/slow_count/").content.decode()
+    assert 'min="1"' in page and 'max="10000"' in page
+    wiki = logged_in.get("/functions/wiki_agent/").content.decode()
+    assert 'maxlength="2000"' in wiki
+    for n in ("0", "-5", "10001"):
+        response = logged_in.post("/functions/slow_count/", {"n": n, "delay_s": "0"})
+        assert response.status_code == 400
+        assert "must be from 1 to 10000" in response.context["form"].errors["n"][0]
+    assert not Session.objects.exists()
+
+
+def test_the_api_refuses_out_of_range_values_naming_the_parameter(logged_in):
+    from dag.models import Session
+    response = logged_in.post("/api/sessions/", {"function": "slow_count", "args": {"n": 2000000}},
+                              content_type="application/json")
+    assert response.status_code == 400
+    assert response.json() == {"args": {"n": ["must be from 1 to 10000, got 2000000"]}}
+    assert not Session.objects.exists()

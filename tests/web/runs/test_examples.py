@@ -72,7 +72,8 @@ def test_slow_count_counts_through_child_calls(user):
 
 def test_slow_count_refuses_out_of_range_arguments_clearly(user):
     session, _ = run(user, "slow_count", n=5, delay_s=60)
-    assert session.status == "error" and "delay_s must be from 0 to 10 seconds" in session.error
+    assert session.status == "error" and "argument 'delay_s' of tool 'slow_count': must be from 0 to 10, got 60" \
+        in session.error
 
 
 def test_example_forms_exercise_the_input_metadata(logged_in):
