@@ -9,7 +9,7 @@ STAMP := $(VENV)/.requirements-installed
 PG_URL ?= postgres://postgres@127.0.0.1:5432/openprogram
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: setup run test test-embedded test-browser test-scaled services browser bench clean
+.PHONY: setup run test test-embedded test-browser test-scaled services browser bench bench-peers clean
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -55,8 +55,14 @@ services:
 browser:
 	@bash bin/ensure-browser
 
+# Every bench/bench_*.py in turn, bench_peers.py (the `bench-peers` table) among them.
 bench: setup services browser
 	@for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+# This project beside openprogram 0.5.0 and openai-agents 0.24.0, offline: the peers go in their own venv
+# under var/ (created on first use, reused while the pins match), never in requirements.txt.
+bench-peers: $(STAMP)
+	@$(BIN)/python bench/bench_peers.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache
