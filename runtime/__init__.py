@@ -13,12 +13,12 @@ from .hooks import add_pre_invocation_hook, checkpoint, remove_pre_invocation_ho
 from .policy import tool_policy
 from .recorder import Recorder, use_recorder
 from .registry import registry
-from .runtime import Runtime, create_runtime, llm
+from .runtime import Runtime, create_runtime, llm, use_runtime
 
 __all__ = [
     "agentic_function", "function", "llm", "Runtime", "create_runtime", "CancelledError",
     "ToolArgumentError", "ToolRegistrationError", "BudgetExceeded", "Budget", "submit",
     "add_pre_invocation_hook", "remove_pre_invocation_hook", "checkpoint", "Recorder", "use_recorder",
     "registry", "max_recursion_depth", "OpenProgramError", "DepthCeilingExceeded", "ExecLimitExceeded",
-    "tool_policy", "Frame", "Tool",
+    "tool_policy", "Frame", "Tool", "use_runtime",
 ]

@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from typing import Callable, Iterable, Optional
+from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator, Optional
 
 from .context import _current_runtime, _system_override
 from .dispatch import ResultCache
@@ -164,6 +165,17 @@ class Runtime:
 def create_runtime(**overrides) -> Runtime:
     """A runtime configured from the environment (the offline simulated model by default)."""
     return Runtime(**overrides)
+
+
+@contextmanager
+def use_runtime(runtime: Runtime) -> Iterator[Runtime]:
+    """Make `runtime` the call chain's for the block: agentic calls inside it (and `llm()`) run on it
+    instead of each creating one from the environment. The caller keeps ownership and closes it."""
+    token = _current_runtime.set(runtime)
+    try:
+        yield runtime
+    finally:
+        _current_runtime.reset(token)
 
 
 def llm(content, model: Optional[str] = None, timeout_s: Optional[float] = None) -> str:

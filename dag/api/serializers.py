@@ -23,6 +23,11 @@ class FunctionSerializer(serializers.Serializer):
         return entry.as_dict()
 
 
+class ModelChoiceSerializer(serializers.Serializer):
+    model = serializers.CharField(help_text='A model spec to launch with, e.g. "sim:naive".')
+    description = serializers.CharField()
+
+
 class AsDictSerializer(serializers.Serializer):
     """Read-only: the instance's `as_dict()`."""
 
@@ -103,6 +108,10 @@ class LaunchSerializer(serializers.Serializer):
                                  help_text="Arguments by parameter name, as the function's spec describes.")
     budget = LaunchBudgetField(required=False, allow_null=True, default=None,
                                help_text="Limits for the whole run; they tighten the function's own budget.")
+    model = serializers.JSONField(required=False, allow_null=True, default=None,
+                                  help_text="The model to run on, e.g. \"sim\", \"sim:naive\", "
+                                            "\"openai:gpt-4o-mini\" (default: the server's); "
+                                            "GET /api/models/ lists what this server offers.")
 
 
 class LaunchErrorSerializer(serializers.Serializer):
@@ -112,6 +121,7 @@ class LaunchErrorSerializer(serializers.Serializer):
                                                            'when the arguments as a whole are wrong.')
     budget = serializers.JSONField(required=False, help_text='{"limit": ["message", ...]} or ["message"] '
                                                              'when the budget as a whole is wrong.')
+    model = serializers.ListField(child=serializers.CharField(), required=False)
 
 
 class SinceRevErrorSerializer(serializers.Serializer):

@@ -6,11 +6,12 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
 from rest_framework.routers import SimpleRouter
 
-from .views import FunctionViewSet, SessionViewSet
+from .views import FunctionViewSet, ModelViewSet, SessionViewSet
 
 router = SimpleRouter()
 router.register("functions", FunctionViewSet, basename="function")
 router.register("sessions", SessionViewSet, basename="session")
+router.register("models", ModelViewSet, basename="model")
 
 # drf-spectacular serves its views to anyone by default; here they need a login like everything else.
 _private = {"permission_classes": [IsAuthenticated]}

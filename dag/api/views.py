@@ -16,8 +16,19 @@ from ..models import Session
 from ..recording.export import export_session
 from ..runs import catalog, lifecycle
 from ..runs.launch import LaunchRejected, launch
+from ..runs.model_choice import available_models
 from .serializers import (ExportSerializer, FunctionSerializer, LaunchErrorSerializer, LaunchSerializer,
-                          NodeSerializer, SessionSerializer, SinceRevErrorSerializer)
+                          ModelChoiceSerializer, NodeSerializer, SessionSerializer, SinceRevErrorSerializer)
+
+
+class ModelViewSet(viewsets.ViewSet):
+    """The models a launch may choose on this server (`"model"` in POST /api/sessions/)."""
+
+    serializer_class = ModelChoiceSerializer
+
+    @extend_schema(responses=ModelChoiceSerializer(many=True))
+    def list(self, request):
+        return Response([{"model": spec, "description": text} for spec, text in available_models()])
 
 
 class FunctionViewSet(viewsets.ViewSet):
@@ -67,7 +78,7 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         shape.is_valid(raise_exception=True)
         try:
             session = launch(request.user, shape.validated_data["function"], shape.validated_data["args"],
-                             shape.validated_data["budget"])
+                             shape.validated_data["budget"], shape.validated_data["model"])
         except LaunchRejected as exc:
             return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
         return Response(session.as_dict(), status=status.HTTP_201_CREATED)

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_http_methods
 from ..models import Session
 from ..runs import catalog
 from ..runs.launch import LaunchRejected, launch
-from .budget_form import LaunchBudgetForm
+from .launch_options import LaunchOptionsForm
 from .forms import LaunchForm
 
 
@@ -31,12 +31,13 @@ def function_form(request, name: str):
         entry = catalog.get(name)
     except catalog.UnknownFunction as exc:
         raise Http404(str(exc)) from None
+    again = None
     if request.method == "POST":
         form = LaunchForm(entry.tool, data=request.POST)
-        budget_form = LaunchBudgetForm(data=request.POST)
-        if all([form.is_valid(), budget_form.is_valid()]):  # both checked: every error shown at once
+        options = LaunchOptionsForm(data=request.POST)
+        if all([form.is_valid(), options.is_valid()]):  # both checked: every error shown at once
             try:
-                session = launch(request.user, entry.name, form.args, budget_form.budget)
+                session = launch(request.user, entry.name, form.args, options.budget, options.model)
             except LaunchRejected as exc:  # the catalog changed between validation and launch
                 form.add_error(None, str(exc))
             else:
@@ -45,14 +46,16 @@ def function_form(request, name: str):
     else:
         again = _run_again_session(request, entry.name)
         form = LaunchForm(entry.tool, initial_args=again.args if again and isinstance(again.args, dict) else None)
-        budget_form = LaunchBudgetForm(initial_budget=again.launch_budget if again else None)
+        options = LaunchOptionsForm(initial_budget=again.launch_budget if again else None,
+                                    initial_model=again.model if again else None)
         status = 200
-    return render(request, "functions/form.html", {"entry": entry, "form": form, "budget_form": budget_form},
-                  status=status)
+    return render(request, "functions/form.html", {"entry": entry, "form": form, "options": options,
+                                                   "repeats": again}, status=status)
 
 
 def _run_again_session(request, function: str) -> Session | None:
-    """The caller's session named by ?from=<id> ("run again"), whose arguments and budget the form takes."""
+    """The caller's session named by ?from=<id> ("run again"), whose arguments, model and budget the form
+    takes."""
     session_id = request.GET.get("from")
     if not session_id:
         return None

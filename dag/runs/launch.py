@@ -9,20 +9,20 @@ import json
 
 from django.conf import settings
 
-from runtime.providers.base import resolve_model
 from runtime.spec import argument_errors
 
 from ..models import Session
 from . import catalog
 from .executors import get_executor
 from .launch_budget import BudgetProblem, clean_budget
+from .model_choice import ModelProblem, clean_model, configured_model
 
 NON_FIELD = "__all__"
 
 
 class LaunchRejected(ValueError):
-    """The launch request was wrong. `errors` is {"function": [msg]}, {"args": {param: [msg]} | [msg]}
-    or {"budget": {limit: [msg]}}."""
+    """The launch request was wrong. `errors` is {"function": [msg]}, {"args": {param: [msg]} | [msg]},
+    {"budget": {limit: [msg]}} or {"model": [msg]}."""
 
     def __init__(self, errors: dict):
         self.errors = errors
@@ -69,9 +69,9 @@ def argument_problems(tool, args) -> dict[str, list[str]]:
     return problems
 
 
-def create_session(owner, function: str, args, budget: dict | None = None) -> Session:
-    """A queued session for `function(**args)` owned by `owner`, run under `budget` (see
-    `launch_budget`), or LaunchRejected saying what is wrong."""
+def create_session(owner, function: str, args, budget: dict | None = None, model: str | None = None) -> Session:
+    """A queued session for `function(**args)` owned by `owner`, run under `budget` (see `launch_budget`)
+    on `model` (see `model_choice`; None: the server's), or LaunchRejected saying what is wrong."""
     if not isinstance(function, str) or not function:
         raise LaunchRejected({"function": ["give the name of a function to run"]})
     try:
@@ -86,22 +86,17 @@ def create_session(owner, function: str, args, budget: dict | None = None) -> Se
         budget = clean_budget(budget)
     except BudgetProblem as exc:
         raise LaunchRejected({"budget": exc.errors.get(NON_FIELD) or exc.errors}) from None
-    return Session.objects.create(owner=owner, function=function, args=args, model=configured_model(),
+    try:
+        model = clean_model(model) or configured_model()
+    except ModelProblem as exc:
+        raise LaunchRejected({"model": [str(exc)]}) from None
+    return Session.objects.create(owner=owner, function=function, args=args, model=model,
                                   launch_budget=budget)
 
 
-def configured_model() -> str:
-    """The model runs start on, as `provider:model` (a run may still switch per call, e.g. sim:naive)."""
-    try:
-        provider, model = resolve_model(None)
-    except ValueError:  # a bad OPENPROGRAM_MODEL: the run itself will fail and say why
-        return ""
-    return f"{provider}:{model}" if model else provider
-
-
-def launch(owner, function: str, args, budget: dict | None = None) -> Session:
+def launch(owner, function: str, args, budget: dict | None = None, model: str | None = None) -> Session:
     """Create the session and submit it to the configured executor (after the row is committed)."""
     executor = get_executor()  # first: a misconfigured executor must not leave a session queued forever
-    session = create_session(owner, function, args, budget)
+    session = create_session(owner, function, args, budget, model)
     executor.submit(session.pk)
     return session

@@ -11,7 +11,7 @@ import logging
 
 from django.db import transaction
 
-from runtime import CancelledError, use_recorder
+from runtime import CancelledError, create_runtime, use_recorder, use_runtime
 
 from ..models import Node, Session
 from ..recording import revisions
@@ -66,7 +66,8 @@ def run_session(session_id) -> None:
         return
     status, result, error = Session.Status.COMPLETED, None, ""
     recorder = DjangoRecorder(session)
-    with stop.watch(session_id) as signal, use_recorder(recorder):
+    model_runtime = create_runtime(model=session.model or None)  # the model the launch chose
+    with stop.watch(session_id) as signal, use_recorder(recorder), use_runtime(model_runtime):
         try:
             with launch_budget.opened(session.launch_budget):
                 outcome = tool(**kwargs)
@@ -80,6 +81,7 @@ def run_session(session_id) -> None:
             error = error_text(exc)
         finally:
             recorder.close()  # its write thread for event-loop code, if the run started one
+            model_runtime.close()
     finish(session_id, status, result=result, error=error)
 
 

@@ -8,8 +8,10 @@ one. Its whole policy:
    tool whose exact name appears in the task is called (in parallel) instead, if there are several.
    Arguments come from the task and the tool's schema (see `arguments_for`).
 3. It HEEDS the situational prompt: a tool named in "[Execution context] ... INSIDE the agentic
-   function `X`" (or on its "Call path:" line) is never called. `sim:naive` ignores the prompt, so it
-   happily calls the function it is running inside: that is the runaway the depth ceiling stops.
+   function `X`" (or on its "Call path:" line) is never called. `sim:naive` ignores the prompt and
+   does what seed 000 says a weak model does: it calls the function it is running inside whenever that
+   function is among its tools (its docstring matches the task best of all): the runaway the depth
+   ceiling stops.
 4. Once it has tool results it answers with a summary quoting them (an error result included), so it
    never loops on a failing call. `sim:naive` is a weak model that insists: when its last calls came
    back as errors (a refusal included) it makes the same calls again, once, which is what ends a
@@ -53,12 +55,22 @@ class SimProvider(Provider):
         elif results or request.tool_choice == "none" or not request.tools:
             reply = ModelReply(text=self._answer(task, results))
         else:
+            inside = _INSIDE.findall(blocks_text(first))
             forbidden = set() if naive else forbidden_names(blocks_text(first))
-            calls = self._choose_calls(task, request, forbidden)
+            calls = self._running_function_call(task, request, inside[0]) if naive and inside else []
+            calls = calls or self._choose_calls(task, request, forbidden)
             reply = ModelReply(tool_calls=calls) if calls else ModelReply(text=self._answer(task, []))
         reply.usage = {"input_tokens": sum(len(str(m.get("content", "")).split()) for m in request.messages),
                        "output_tokens": len(reply.text.split()) + 8 * len(reply.tool_calls)}
         return reply
+
+    @staticmethod
+    def _running_function_call(task: str, request: ModelRequest, name: str) -> list[ToolCall]:
+        """A call of the function the model runs inside, if it is offered (what `sim:naive` prefers)."""
+        offered = [t for t in request.tools if t["name"] == name]
+        if not offered or request.tool_choice not in ("auto", "required", name):
+            return []
+        return [ToolCall(f"sim_{len(request.messages)}_0", name, arguments_for(offered[0], task))]
 
     def _choose_calls(self, task: str, request: ModelRequest, forbidden: set[str]) -> list[ToolCall]:
         tools = [t for t in request.tools if t["name"] not in forbidden]

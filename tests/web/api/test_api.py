@@ -274,7 +274,8 @@ def test_session_auth_needs_csrf_for_writes(client, user):
 
 @pytest.mark.django_db
 def test_a_session_records_the_model_it_was_launched_on(monkeypatch, user):
-    from dag.runs.launch import configured_model, create_session
+    from dag.runs.launch import create_session
+    from dag.runs.model_choice import configured_model
 
     for name in ("OPENPROGRAM_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)

@@ -115,7 +115,7 @@ def test_the_form_launches_with_a_budget(logged_in, test_functions, no_run):
 def test_the_form_refuses_a_wrong_limit_beside_its_field(logged_in, test_functions, field, value, words):
     response = logged_in.post("/functions/echo/", {"text": "hi", f"budget-{field}": value})
     assert response.status_code == 400 and not Session.objects.exists()
-    errors = response.context["budget_form"].errors
+    errors = response.context["options"].errors
     assert list(errors) == [field] and words in errors[field][0]
     assert '<details class="advanced" data-role="advanced" open>' in response.content.decode()
 

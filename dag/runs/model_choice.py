@@ -1,0 +1,77 @@
+"""Which model a run uses: the server's configured one, or one the launcher chose from those it can run.
+
+A launcher may pick `sim` or `sim:naive` (always there), or a model of a provider this server is set up
+for (OpenAI with OPENAI_API_KEY or OPENAI_BASE_URL, Anthropic with ANTHROPIC_API_KEY or
+ANTHROPIC_AUTH_TOKEN, or the provider OPENPROGRAM_MODEL names). Any other provider, a dotted path to
+a class above all, is refused: choosing one would import code the operator never configured.
+"""
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+from runtime.providers.base import resolve_model, split_model_spec
+
+SIMULATED = {
+    "sim": "Simulated model: offline and deterministic, not an LLM; it heeds the recursion guard's note.",
+    "sim:naive": "Simulated model that ignores where it is running, so it calls itself into the depth ceiling.",
+}
+DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}
+MAX_MODEL_CHARS = 200
+
+
+class ModelProblem(ValueError):
+    """The model asked for cannot be used here; the message says why and what can."""
+
+
+def configured_model() -> str:
+    """The model runs start on, as `provider:model` (a run may still switch per call, e.g. sim:naive)."""
+    try:
+        provider, model = resolve_model(None)
+    except ValueError:  # a bad OPENPROGRAM_MODEL: the run itself will fail and say why
+        return ""
+    return f"{provider}:{model}" if model else provider
+
+
+def _configured_providers() -> set[str]:
+    providers = {"sim"}
+    if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
+        providers.add("openai")
+    if os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"):
+        providers.add("anthropic")
+    configured = configured_model()
+    if configured:
+        providers.add(split_model_spec(configured)[0] or configured)
+    return providers
+
+
+def available_models() -> list[tuple[str, str]]:
+    """(model spec, one-line description) of every model a launcher may choose, the configured one first."""
+    choices: dict[str, str] = {}
+    configured = configured_model()
+    if configured:
+        choices[configured] = "This server's default model."
+    choices.update({spec: text for spec, text in SIMULATED.items() if spec not in choices})
+    for provider in sorted(_configured_providers() & set(DEFAULT_MODELS)):
+        spec = f"{provider}:{DEFAULT_MODELS[provider]}"
+        choices.setdefault(spec, f"{provider.capitalize()} ({DEFAULT_MODELS[provider]}); any model name of "
+                                 f"this provider may be given through the API.")
+    return list(choices.items())
+
+
+def clean_model(value) -> Optional[str]:
+    """The model spec to run on (None: the server's default); ModelProblem if it cannot be used here."""
+    if value is None or value == "":
+        return None
+    allowed = ", ".join(spec for spec, _ in available_models())
+    if not isinstance(value, str) or len(value) > MAX_MODEL_CHARS or "\x00" in value or not value.strip():
+        raise ModelProblem(f"must be a model name like 'sim' or 'openai:gpt-4o-mini' (at most "
+                           f"{MAX_MODEL_CHARS} characters); this server offers {allowed}")
+    value = value.strip()
+    try:
+        provider, model = resolve_model(value)
+    except ValueError as exc:
+        raise ModelProblem(f"{exc}; this server offers {allowed}") from None
+    if provider not in _configured_providers():
+        raise ModelProblem(f"provider {provider!r} is not set up on this server; it offers {allowed}")
+    return f"{provider}:{model}" if model else provider

@@ -1,0 +1,89 @@
+"""Choosing a run's model at launch (the API's "model", the form's select): only what this server can run."""
+from __future__ import annotations
+
+import pytest
+
+from dag.models import Node, Session
+from dag.runs.lifecycle import run_session
+from dag.runs.model_choice import available_models
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    for name in ("OPENPROGRAM_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY",
+                 "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def no_run(django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=False):
+        yield
+
+
+def launch(api, **body):
+    return api.post("/api/sessions/", {"function": "wiki_agent", "args": {"question": "How does the guard work?"},
+                                       **body}, format="json")
+
+
+def test_offline_the_server_offers_the_two_simulated_models(api):
+    assert [spec for spec, _ in available_models()] == ["sim", "sim:naive"]
+    assert [m["model"] for m in api.get("/api/models/").json()] == ["sim", "sim:naive"]
+
+
+def test_a_provider_with_its_key_set_is_offered(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    assert "anthropic:claude-sonnet-4-5" in [spec for spec, _ in available_models()]
+
+
+def test_choosing_sim_naive_for_wiki_agent_recurses_into_the_ceiling(api, no_run):
+    response = launch(api, model="sim:naive")
+    assert response.status_code == 201 and response.json()["model"] == "sim:naive"
+    session = Session.objects.get()
+    run_session(session.pk)
+    session.refresh_from_db()
+    assert session.status == "error" and "exceeded max nesting depth 5" in session.error
+    assert Node.objects.filter(session=session, status="refused", name="wiki_agent").count() == 2
+
+
+def test_without_a_choice_the_server_default_is_recorded(api, no_run):
+    assert launch(api).json()["model"] == "sim"
+
+
+@pytest.mark.parametrize("model, words", [
+    ("openai:gpt-4o-mini", "provider 'openai' is not set up on this server; it offers sim, sim:naive"),
+    ("tests.web.launch_helpers.HangingProvider:x", "provider 'tests.web.launch_helpers.HangingProvider' is not set up"),
+    ("gpt-4o", "names no provider"),
+    (42, "must be a model name"),
+    ("x" * 201, "at most 200 characters"),
+])
+def test_an_unknown_or_unavailable_model_is_a_400(api, no_run, model, words):
+    response = launch(api, model=model)
+    assert response.status_code == 400 and list(response.json()) == ["model"]
+    assert words in response.json()["model"][0]
+    assert not Session.objects.exists()
+
+
+def test_a_configured_provider_may_be_chosen_with_any_model_name(api, no_run, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    assert launch(api, model="openai:llama3.1:8b").json()["model"] == "openai:llama3.1:8b"
+
+
+def test_the_form_offers_the_models_and_run_again_keeps_the_choice_and_names_the_session(logged_in, no_run):
+    page = logged_in.get("/functions/wiki_agent/").content.decode()
+    assert '<option value="sim:naive">sim:naive</option>' in page and "not LLMs" in page
+    response = logged_in.post("/functions/wiki_agent/", {"question": "q", "mode": "brief", "budget-model": "sim:naive"})
+    session = Session.objects.get()
+    assert response.status_code == 302 and session.model == "sim:naive"
+    again = logged_in.get(f"/functions/wiki_agent/?from={session.pk}").content.decode()
+    assert '<option value="sim:naive" selected>' in again
+    assert f"Running again: session <a href=\"/sessions/{session.pk}/\">{session.pk}</a>" in again
+
+
+def test_the_form_refuses_a_model_it_does_not_offer(logged_in):
+    response = logged_in.post("/functions/wiki_agent/", {"question": "q", "mode": "brief",
+                                                         "budget-model": "openai:gpt-4o-mini"})
+    assert response.status_code == 400 and "budget-model" in response.content.decode()
+    assert "model" in response.context["options"].errors and not Session.objects.exists()
