@@ -1,5 +1,5 @@
 """ASGI entry point: HTTP through Django (static files served here, no separate server needed), and
-websockets through Channels with the session user attached."""
+websockets through Channels with the session user attached, from this site's pages only."""
 import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "openprogram_web.settings")
@@ -10,12 +10,12 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from dag.routing import websocket_urlpatterns  # noqa: E402
+from openprogram_web.websocket_origin import SameOriginValidator  # noqa: E402
 
 application = ProtocolTypeRouter({
     "http": ASGIStaticFilesHandler(django_asgi_app),
-    "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
 })

@@ -430,7 +430,8 @@ async def test_the_real_stack_authenticates_by_session_cookie(user, session):
         return client.cookies["sessionid"].value
 
     cookie = await database_sync_to_async(login_cookie)()
-    headers = [(b"cookie", f"sessionid={cookie}".encode()), (b"origin", b"http://127.0.0.1")]
+    page = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")]  # a page of the site itself
+    headers = [(b"cookie", f"sessionid={cookie}".encode()), *page]
     comm = WebsocketCommunicator(application, f"/ws/sessions/{session.pk}/", headers=headers)
     await comm.connect(timeout=TIMEOUT)
     snapshot = await comm.receive_json_from(timeout=TIMEOUT)
@@ -438,5 +439,5 @@ async def test_the_real_stack_authenticates_by_session_cookie(user, session):
     assert snapshot["type"] == "snapshot" and snapshot["session"]["id"] == str(session.pk)
 
     anonymous = WebsocketCommunicator(application, f"/ws/sessions/{session.pk}/",
-                                      headers=[(b"origin", b"http://127.0.0.1")])
+                                      headers=page)
     assert await close_code(anonymous) == 4404
