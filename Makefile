@@ -41,13 +41,13 @@ endef
 test: setup services browser test-embedded test-browser test-scaled
 
 test-embedded:
-	$(call run_pytest,,tests/unit tests/web -m "not e2e")
+	$(call run_pytest,,tests/unit tests/web tests/reliability -m "not e2e")
 
 test-browser:
 	$(call run_pytest,,tests/e2e -m e2e)
 
 test-scaled:
-	$(call run_pytest,DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_TEST_URL),tests/web -m "not e2e")
+	$(call run_pytest,DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_TEST_URL),tests/web tests/reliability -m "not e2e")
 
 services:
 	@bash bin/ensure-services
