@@ -1,9 +1,11 @@
-"""Websocket routes: the live stream of one session's DAG."""
+"""Websocket routes: the live stream of one session's DAG, and a refusal for every other path."""
 from django.urls import re_path
 
-from .live.consumers import SessionConsumer
+from .live.consumers import NoSuchStreamConsumer, SessionConsumer
 
 websocket_urlpatterns = [
     # Any id shape reaches the consumer, which closes malformed ones with 4400 instead of a bare 1006.
     re_path(r"^ws/sessions/(?P<session_id>[^/]{1,64})/$", SessionConsumer.as_asgi()),
+    # Last: any other path is refused cleanly (URLRouter would raise, and the server answer 500).
+    re_path(r"", NoSuchStreamConsumer.as_asgi()),
 ]

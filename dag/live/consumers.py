@@ -10,7 +10,8 @@ Protocol (server -> client, JSON):
   changes, contiguous in rev order after the snapshot.
 - `{"type": "heartbeat", "rev": R}` every `OPENPROGRAM_WS_HEARTBEAT_S` seconds.
 Close codes: 4400 a bad session id or query parameter, 4404 not logged in, not the owner, or no such
-session (one code, so the stream does not reveal which sessions exist).
+session (one code, so the stream does not reveal which sessions exist); 4404 too for a path that is no
+stream (`NoSuchStreamConsumer`).
 
 The database is the truth: the consumer joins the session's group *before* reading the snapshot and
 drops live messages the snapshot already covers; when the layer loses or reorders a message (a rev gap),
@@ -24,7 +25,7 @@ import uuid
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
 from django.conf import settings
 
 from ..models import Node, Session
@@ -200,3 +201,11 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             raise
         except Exception:
             log.exception("heartbeat of session %s stopped", self.session_id)
+
+
+class NoSuchStreamConsumer(AsyncWebsocketConsumer):
+    """Every websocket path that matches no stream: closed with 4404 instead of a router error (a 500)."""
+
+    async def connect(self):
+        await self.accept()  # as above: the close code reaches a browser only on an open socket
+        await self.close(code=CLOSE_NOT_FOUND, reason="no such stream")
