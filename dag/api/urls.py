@@ -2,10 +2,12 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
 from rest_framework.routers import SimpleRouter
 
+from .parsers import JSONParser
 from .views import FunctionViewSet, ModelViewSet, SessionViewSet
 
 router = SimpleRouter()
@@ -21,6 +23,7 @@ class TokenView(ObtainAuthToken):
     """Exchange a username and password for an API token (send it as `Authorization: Token <key>`)."""
 
     renderer_classes = [JSONRenderer]
+    parser_classes = [FormParser, MultiPartParser, JSONParser]  # ObtainAuthToken's, with our JSONParser
 
 
 urlpatterns = router.urls + [
