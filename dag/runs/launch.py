@@ -46,19 +46,55 @@ def size_problem(args) -> str | None:
 NUL_PROBLEM = "Null characters are not allowed."
 
 
-def _holds_nul(value) -> bool:
+def _first_text(value, test) -> str | None:
+    """The first string in `value` (keys included, at any depth) for which `test` is true, or None."""
     if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_holds_nul(key) or _holds_nul(item) for key, item in value.items())
-    if isinstance(value, list):
-        return any(_holds_nul(item) for item in value)
+        return value if test(value) else None
+    items = value.items() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for item in items:
+        found = _first_text(list(item) if isinstance(value, dict) else item, test)
+        if found is not None:
+            return found
+    return None
+
+
+def _holds_nul(value) -> bool:
+    return _first_text(value, lambda text: "\x00" in text) is not None
+
+
+def _not_unicode(text: str) -> bool:
+    """Whether `text` holds a lone UTF-16 surrogate, which JSON allows as an escape but UTF-8 cannot hold."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
     return False
+
+
+def _lone_surrogate(value) -> str | None:
+    found = _first_text(value, _not_unicode)
+    # repr() escapes surrogates, so the message itself can be sent.
+    return None if found is None else (repr(found) if len(found) <= 60 else repr(found[:60]) + "...")
+
+
+SURROGATE_PROBLEM = "is not valid Unicode: it holds a lone surrogate (half of a UTF-16 pair); send whole characters"
+
+
+def unicode_problems(args) -> dict[str, list[str]]:
+    """Names and values that are not valid Unicode, which no response (nor PostgreSQL) could hold."""
+    if not isinstance(args, dict):
+        return {}
+    bad_name = _lone_surrogate(list(args))
+    if bad_name:
+        return {NON_FIELD: [f"parameter name {bad_name} {SURROGATE_PROBLEM}"]}
+    return {name: [f"{bad} {SURROGATE_PROBLEM}"] for name, bad in
+            ((name, _lone_surrogate(value)) for name, value in args.items()) if bad}
 
 
 def argument_problems(tool, args) -> dict[str, list[str]]:
     """Every problem with `args` for `tool`, by parameter name ("__all__" for the whole)."""
-    problems = argument_errors(tool.spec["parameters"], args)
+    # First: the schema check's messages name parameters and quote values, and must be sendable.
+    problems = unicode_problems(args) or argument_errors(tool.spec["parameters"], args)
     if not problems:
         # PostgreSQL text and jsonb cannot hold NUL: the session could not even be saved.
         problems = {name: [NUL_PROBLEM] for name, value in args.items() if _holds_nul([name, value])}

@@ -39,3 +39,35 @@ def test_deeply_nested_json_to_the_anonymous_token_endpoint_is_a_400(client, nes
 def test_json_nested_within_the_limit_still_launches(logged_in, test_functions):
     body = '{"function": "widgets", "args": {"question": "q", "extra": %s}}' % objects(90)
     assert post_json(logged_in, "/api/sessions/", body).status_code == 201
+
+
+# --- lone surrogates (valid JSON escapes, invalid Unicode) -------------------------------------------
+
+SURROGATE = "is not valid Unicode: it holds a lone surrogate"
+
+
+def test_a_lone_surrogate_as_a_parameter_name_is_a_400_naming_it(logged_in, test_functions):
+    body = r'{"function": "widgets", "args": {"question": "q", "\ud800": 1}}'
+    response = post_json(logged_in, "/api/sessions/", body)
+    assert response.status_code == 400
+    [message] = response.json()["args"]
+    assert message.startswith(r"parameter name '\ud800' " + SURROGATE)
+    assert not Session.objects.exists()
+
+
+@pytest.mark.parametrize("args, name, quoted", [
+    (r'{"question": "q", "extra": {"k\udc00": 1}}', "extra", r"'k\udc00'"),   # a key inside a value
+    (r'{"question": "\ud83d"}', "question", r"'\ud83d'"),                      # half of an emoji
+    (r'{"question": "q", "tags": ["ok", "\udfff"]}', "tags", r"'\udfff'"),
+])
+def test_a_lone_surrogate_in_a_value_is_a_400_naming_the_parameter_and_text(logged_in, test_functions,
+                                                                           args, name, quoted):
+    response = post_json(logged_in, "/api/sessions/", '{"function": "widgets", "args": %s}' % args)
+    assert response.status_code == 400
+    assert response.json()["args"] == {name: [f"{quoted} {SURROGATE} (half of a UTF-16 pair); send whole "
+                                              f"characters"]}
+
+
+def test_a_surrogate_pair_is_a_whole_character_and_launches(logged_in, test_functions):
+    response = post_json(logged_in, "/api/sessions/", r'{"function": "echo", "args": {"text": "\ud83d\ude00"}}')
+    assert response.status_code == 201 and response.json()["args"] == {"text": "\U0001F600"}
