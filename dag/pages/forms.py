@@ -12,6 +12,7 @@ the form reports exactly what the API and a model would be told (`runtime.spec.a
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,14 +114,23 @@ def to_form_text(param: Param, value: Any) -> Any:
 
 def _number(text: str, json_type: str, where: str = "") -> Any:
     try:
-        return int(text) if json_type == "integer" else float(text)
+        number = int(text) if json_type == "integer" else float(text)
     except ValueError:
         raise FormValueError(f"{where}expected {_NUMBER_WORDS[json_type]}, got {text!r}") from None
+    # float() reads "inf", "nan" and "1e999", which JSON (and so the API and the database) cannot hold.
+    if not math.isfinite(number):
+        raise FormValueError(f"{where}expected a finite number, got {text!r}")
+    return number
 
 
 def _json(text: str, where: str = "") -> Any:
+    def not_finite(literal: str):
+        raise FormValueError(f"{where}expected finite numbers, got {literal}")
+
     try:
-        return json.loads(text)
+        # Python's json reads NaN and Infinity, and 1e999 as infinity; the API's strict parser does not.
+        return json.loads(text, parse_constant=not_finite,
+                          parse_float=lambda literal: _number(literal, "number", where))
     except json.JSONDecodeError as exc:
         raise FormValueError(f"{where}not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
 

@@ -2,6 +2,8 @@
 import pytest
 
 from dag.models import Session
+from dag.pages.forms import LaunchForm
+from tests.web.launch_helpers import widgets
 
 pytestmark = pytest.mark.django_db
 
@@ -71,3 +73,36 @@ def test_a_lone_surrogate_in_a_value_is_a_400_naming_the_parameter_and_text(logg
 def test_a_surrogate_pair_is_a_whole_character_and_launches(logged_in, test_functions):
     response = post_json(logged_in, "/api/sessions/", r'{"function": "echo", "args": {"text": "\ud83d\ude00"}}')
     assert response.status_code == 201 and response.json()["args"] == {"text": "\U0001F600"}
+
+
+# --- numbers JSON cannot hold, through the launch form ------------------------------------------------
+
+def form_data(**overrides):
+    """A valid submission of the `widgets` launch form, as a browser would send it."""
+    data = {"question": "why?", "mode": "brief", "count": "3", "ratio": "0.5", "tags": "alpha\nbeta",
+            "sizes": "", "limit": "", "title": "untitled", "level": "2", "extra": "{}"}
+    return {**data, **overrides}
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("ratio", "inf", "expected a finite number, got 'inf'"),
+    ("ratio", "-Infinity", "expected a finite number, got '-Infinity'"),
+    ("ratio", "nan", "expected a finite number, got 'nan'"),
+    ("ratio", "1e999", "expected a finite number, got '1e999'"),
+    ("extra", '{"a": NaN}', "expected finite numbers, got NaN"),
+    ("extra", '{"a": [-Infinity]}', "expected finite numbers, got -Infinity"),
+    ("extra", '{"a": 1e999}', "expected a finite number, got '1e999'"),
+])
+def test_a_number_json_cannot_hold_is_an_error_on_its_field(logged_in, test_functions, field, value, message):
+    form = LaunchForm(widgets, data=form_data(**{field: value}))
+    assert not form.is_valid() and list(form.errors) == [field]
+    assert message in form.errors[field][0]
+
+    response = logged_in.post("/functions/widgets/", form_data(**{field: value}))
+    assert response.status_code == 400 and not Session.objects.exists()
+
+
+def test_finite_numbers_still_launch_from_the_form(logged_in, test_functions):
+    response = logged_in.post("/functions/widgets/", form_data(ratio="1e300", extra='{"a": -2.5e-300}'))
+    assert response.status_code == 302
+    assert Session.objects.get().args["ratio"] == 1e300
