@@ -96,6 +96,14 @@ def request_stop(session_id) -> Session:
     finds it ended and does nothing); a running one is cancelled by its run at the next function entry
     or model call. Returns the session as stored afterwards.
     """
+    # A plain read first: a stop that finds the session ended or its stop persisted has nothing to write,
+    # so it returns at once instead of queueing on the row lock behind every other stop.
+    current = Session.objects.get(pk=session_id)
+    if current.is_terminal:
+        return current
+    if current.cancel_requested:
+        stop.signal_local(session_id)
+        return current
     with transaction.atomic():
         session = Session.objects.select_for_update().get(pk=session_id)
         if session.is_terminal:
