@@ -126,3 +126,11 @@ class LaunchErrorSerializer(serializers.Serializer):
 
 class SinceRevErrorSerializer(serializers.Serializer):
     since_rev = serializers.ListField(child=serializers.CharField())
+
+
+class NotFoundSerializer(serializers.Serializer):
+    detail = serializers.CharField(help_text="No such item among yours (another user's is not found either).")
+
+
+class PageSizeErrorSerializer(serializers.Serializer):
+    page_size = serializers.ListField(child=serializers.CharField())

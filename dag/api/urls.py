@@ -1,6 +1,8 @@
 """REST API routes, the OpenAPI schema and its docs page (all behind login like the rest of the API)."""
 from django.urls import path
+from drf_spectacular.utils import extend_schema, inline_serializer
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from rest_framework import serializers
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
@@ -24,6 +26,14 @@ class TokenView(ObtainAuthToken):
 
     renderer_classes = [JSONRenderer]
     parser_classes = [FormParser, MultiPartParser, JSONParser]  # ObtainAuthToken's, with our JSONParser
+
+    @extend_schema(responses={
+        200: inline_serializer("Token", {"token": serializers.CharField()}),
+        400: inline_serializer("TokenError", {"non_field_errors": serializers.ListField(
+            child=serializers.CharField(), required=False, help_text="e.g. wrong username or password")}),
+    })
+    def post(self, request, *args, **kwargs):
+        return super().post(request, *args, **kwargs)
 
 
 urlpatterns = router.urls + [

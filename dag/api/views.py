@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 
@@ -18,7 +19,8 @@ from ..runs import catalog, lifecycle
 from ..runs.launch import LaunchRejected, launch
 from ..runs.model_choice import available_models
 from .serializers import (ExportSerializer, FunctionSerializer, LaunchErrorSerializer, LaunchSerializer,
-                          ModelChoiceSerializer, NodeSerializer, SessionSerializer, SinceRevErrorSerializer)
+                          ModelChoiceSerializer, NodeSerializer, NotFoundSerializer, PageSizeErrorSerializer,
+                          SessionSerializer, SinceRevErrorSerializer)
 
 
 class ModelViewSet(viewsets.ViewSet):
@@ -42,7 +44,7 @@ class FunctionViewSet(viewsets.ViewSet):
     def list(self, request):
         return Response(FunctionSerializer(catalog.entries(), many=True).data)
 
-    @extend_schema(responses=FunctionSerializer)
+    @extend_schema(responses={200: FunctionSerializer, 404: NotFoundSerializer})
     def retrieve(self, request, name: str):
         try:
             entry = catalog.get(name)
@@ -55,13 +57,40 @@ class SessionPagination(PageNumberPagination):
     page_size_query_param = "page_size"
     max_page_size = 500
 
+    def get_page_size(self, request):
+        """The page size asked for, or the default; a 400 naming it when it is not one (DRF would
+        silently use the default)."""
+        raw = request.query_params.get(self.page_size_query_param)
+        if raw is None:
+            return self.page_size
+        # isascii: str.isdigit() also accepts digits such as "²" that int() refuses; the length keeps
+        # int() under its 4,300-digit limit.
+        if not (raw.isascii() and raw.isdigit() and len(raw) <= 9 and 1 <= int(raw) <= self.max_page_size):
+            raise ValidationError({self.page_size_query_param: [
+                f"must be a whole number from 1 to {self.max_page_size}, got {raw[:40]!r}"]})
+        return int(raw)
 
+    def get_schema_operation_parameters(self, view):
+        parameters = super().get_schema_operation_parameters(view)
+        bounds = {self.page_query_param: {"minimum": 1},
+                  self.page_size_query_param: {"minimum": 1, "maximum": self.max_page_size}}
+        for parameter in parameters:
+            parameter["schema"].update(bounds.get(parameter["name"], {}))
+        return parameters
+
+
+@extend_schema_view(
+    list=extend_schema(responses={200: SessionSerializer(many=True), 400: PageSizeErrorSerializer,
+                                  404: NotFoundSerializer}),
+    retrieve=extend_schema(responses={200: SessionSerializer, 404: NotFoundSerializer}),
+)
 class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Runs of functions: launch one, list yours, read one and its nodes, export it, stop it."""
 
     serializer_class = SessionSerializer
     pagination_class = SessionPagination
-    lookup_value_regex = r"[0-9a-fA-F-]{32,36}"
+    # Any id reaches the view, so a malformed one gets the API's JSON 404, not Django's HTML page.
+    lookup_value_regex = r"[^/]+"
 
     def get_queryset(self):
         return Session.objects.filter(owner=self.request.user).order_by("-created_at")
@@ -84,9 +113,10 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         return Response(session.as_dict(), status=status.HTTP_201_CREATED)
 
     @extend_schema(
-        parameters=[OpenApiParameter("since_rev", int, description="Only nodes changed after this session "
-                                     "revision (default 0: every node).")],
-        responses={200: NodeSerializer(many=True), 400: SinceRevErrorSerializer})
+        parameters=[OpenApiParameter("since_rev", {"type": "integer", "minimum": 0},
+                                     description="Only nodes changed after this session revision (default 0: "
+                                     "every node).")],
+        responses={200: NodeSerializer(many=True), 400: SinceRevErrorSerializer, 404: NotFoundSerializer})
     @action(detail=True, methods=["get"], pagination_class=None)
     def nodes(self, request, pk=None):
         session = self.get_object()
@@ -101,12 +131,12 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         nodes = session.nodes.filter(rev__gt=since_rev).order_by("seq")
         return Response([node.as_dict() for node in nodes])
 
-    @extend_schema(responses=ExportSerializer)
+    @extend_schema(responses={200: ExportSerializer, 404: NotFoundSerializer})
     @action(detail=True, methods=["get"], pagination_class=None)
     def export(self, request, pk=None):
         return Response(export_session(self.get_object()))
 
-    @extend_schema(request=None, responses=SessionSerializer)
+    @extend_schema(request=None, responses={200: SessionSerializer, 404: NotFoundSerializer})
     @action(detail=True, methods=["post"])
     def stop(self, request, pk=None):
         session = self.get_object()
