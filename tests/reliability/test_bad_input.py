@@ -4,6 +4,7 @@ import pytest
 from dag.models import Session
 from dag.pages.forms import LaunchForm
 from tests.web.launch_helpers import widgets
+from tests.web.pages.test_forms import form_data  # a valid submission of the `widgets` form
 
 pytestmark = pytest.mark.django_db
 
@@ -76,13 +77,6 @@ def test_a_surrogate_pair_is_a_whole_character_and_launches(logged_in, test_func
 
 
 # --- numbers JSON cannot hold, through the launch form ------------------------------------------------
-
-def form_data(**overrides):
-    """A valid submission of the `widgets` launch form, as a browser would send it."""
-    data = {"question": "why?", "mode": "brief", "count": "3", "ratio": "0.5", "tags": "alpha\nbeta",
-            "sizes": "", "limit": "", "title": "untitled", "level": "2", "extra": "{}"}
-    return {**data, **overrides}
-
 
 @pytest.mark.parametrize("field, value, message", [
     ("ratio", "inf", "expected a finite number, got 'inf'"),
