@@ -42,7 +42,7 @@ from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
 from dag.models import Node, Session  # noqa: E402
-from dag.recording import revisions  # noqa: E402
+from dag.recording import write_path  # noqa: E402
 from dag.runs import lifecycle  # noqa: E402
 from dag.runs.launch import launch  # noqa: E402
 from runtime import agentic_function  # noqa: E402
@@ -80,7 +80,7 @@ def trial(owner, function: str, args: dict, stop) -> float:
 
 def from_another_process(session_id) -> None:
     # What a stop in another server process leaves for this one: the persisted flag, no signal.
-    revisions.update_session(session_id, unless_terminal=True, cancel_requested=True)
+    write_path.update_session(session_id, unless_terminal=True, cancel_requested=True)
 
 
 def report(name: str, samples: list[float]) -> None:

@@ -1,7 +1,7 @@
 """`DjangoRecorder`: the runtime's recorder seam implemented on the ORM, one session per recorder.
 
 Install it around a run with `runtime.use_recorder(DjangoRecorder(session))`. Every event is one short
-transaction through `dag.recording.revisions` (entry: advance the counter + INSERT; exit: advance +
+transaction through `dag.recording.write_path` (entry: advance the counter + INSERT; exit: advance +
 UPDATE), and the recorder keeps the nodes it opened in memory so a backfill needs no read.
 
 Async agentic functions call the recorder from inside an event loop, where the ORM refuses to run;
@@ -19,7 +19,7 @@ from runtime.context import Frame
 from runtime.recorder import Recorder
 
 from ..models import Node, Session
-from . import revisions
+from . import write_path
 from .context_render import render_frame_context
 from .loop_offload import LoopOffload
 from .values import clean_text, json_safe
@@ -80,7 +80,7 @@ class DjangoRecorder(Recorder):
         node = self._open.pop(frame.node, None)
         if node is None:
             return
-        self._off_loop(revisions.finish_node, node, status=status, output=json_safe(output),
+        self._off_loop(write_path.finish_node, node, status=status, output=json_safe(output),
                        error=error_text(error))
 
     def function_refused(self, frame: Frame, error: BaseException) -> None:
@@ -91,7 +91,7 @@ class DjangoRecorder(Recorder):
     def _create(self, frame: Frame, status: str, error: str, started: datetime,
                 finished: Optional[datetime]) -> Node:
         parent = recorded_ancestor(frame.parent)
-        return revisions.create_node(
+        return write_path.create_node(
             self.session_id, kind=Node.Kind.CODE, name=frame.name, status=status,
             parent_id=parent.node if parent is not None else None,
             input=recorded_arguments(frame), output=None, doc=frame.doc, depth=frame.depth,
@@ -106,7 +106,7 @@ class DjangoRecorder(Recorder):
         owner = recorded_ancestor(frame)
         model = request.get("model") or ""
         node = self._off_loop(
-            revisions.create_node, self.session_id,
+            write_path.create_node, self.session_id,
             kind=Node.Kind.LLM, name="llm", status=Node.Status.RUNNING,
             parent_id=owner.node if owner is not None else None,
             input=json_safe({key: request.get(key) for key in ("system", "messages", "tools", "model")}),
@@ -125,14 +125,14 @@ class DjangoRecorder(Recorder):
         output = None
         if reply is not None:
             output = json_safe({"text": reply.get("text"), "tool_calls": reply.get("tool_calls") or []})
-        self._off_loop(revisions.finish_node, node, status=status, output=output,
+        self._off_loop(write_path.finish_node, node, status=status, output=output,
                        usage=json_safe(usage) if usage is not None else None, error=error_text(error))
 
     # -- the session -----------------------------------------------------------------------------
 
     def budget_updated(self, limits: dict, spend: dict) -> None:
         """A delegation budget's limits or spend changed: keep them on the session for viewers."""
-        self._off_loop(lambda: revisions.update_session(self.session_id, budget=limits, budget_spend=spend))
+        self._off_loop(lambda: write_path.update_session(self.session_id, budget=limits, budget_spend=spend))
 
     # -- context for model calls -----------------------------------------------------------------
 

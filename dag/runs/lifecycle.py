@@ -1,7 +1,7 @@
 """Running one session, start to terminal status, and recovering sessions whose process died.
 
 Whatever ends a run (return, exception, stop, shutdown), the session gets exactly one terminal status
-and no node stays `running`. Status changes go through `dag.recording.revisions`, where a terminal status is
+and no node stays `running`. Status changes go through `dag.recording.write_path`, where a terminal status is
 final, so a stop's `cancelled` is never overwritten by a late `completed`.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from django.db import transaction
 from runtime import CancelledError, create_runtime, use_recorder, use_runtime
 
 from ..models import Node, Session
-from ..recording import revisions
+from ..recording import write_path
 from ..recording.recorder import DjangoRecorder, error_text
 from ..recording.values import clean_text
 from . import catalog, launch_budget, stop
@@ -36,8 +36,8 @@ _NODE_STATUS_AFTER = {
 def finish(session_id, status: str, *, result=None, error: str = "") -> bool:
     """Close the session's open nodes and give it terminal `status`; False if it had ended already."""
     error = clean_text(error)
-    revisions.close_open_nodes(session_id, _NODE_STATUS_AFTER[status], error=error)
-    return revisions.set_session_status(session_id, status, result=result, error=error)
+    write_path.close_open_nodes(session_id, _NODE_STATUS_AFTER[status], error=error)
+    return write_path.set_session_status(session_id, status, result=result, error=error)
 
 
 def _claim(session_id) -> Session | None:
@@ -49,7 +49,7 @@ def _claim(session_id) -> Session | None:
         if session.cancel_requested:
             finish(session_id, Session.Status.CANCELLED, error=STOPPED_BEFORE_START)
             return None
-        revisions.set_session_status(session_id, Session.Status.RUNNING)
+        write_path.set_session_status(session_id, Session.Status.RUNNING)
     return session
 
 
@@ -109,10 +109,10 @@ def request_stop(session_id) -> Session:
         if session.is_terminal:
             return session
         if session.status == Session.Status.QUEUED:
-            revisions.update_session(session_id, unless_terminal=True, cancel_requested=True)
+            write_path.update_session(session_id, unless_terminal=True, cancel_requested=True)
             finish(session_id, Session.Status.CANCELLED, error=STOPPED_BEFORE_START)
         elif not session.cancel_requested:
-            revisions.update_session(session_id, unless_terminal=True, cancel_requested=True)
+            write_path.update_session(session_id, unless_terminal=True, cancel_requested=True)
     stop.signal_local(session_id)
     return Session.objects.get(pk=session_id)
 

@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from dag.models import Node
-from dag.recording import revisions
+from dag.recording import write_path
 
 from .dag_helpers import new_session
 
@@ -27,10 +27,10 @@ SUMMARIZE, TRANSLATE = (f"{name}_{uuid.uuid4().hex[:8]}" for name in ("summarize
 @pytest.fixture
 def two_sessions():
     done = new_session(function=SUMMARIZE)
-    revisions.set_session_status(done.id, "completed", result="ok")
+    write_path.set_session_status(done.id, "completed", result="ok")
     running = new_session(function=TRANSLATE, args={"text": "<b>bold</b>"})
-    revisions.set_session_status(running.id, "running")
-    node = revisions.create_node(running.id, kind="code", name=TRANSLATE, input={"text": "<b>bold</b>"})
+    write_path.set_session_status(running.id, "running")
+    node = write_path.create_node(running.id, kind="code", name=TRANSLATE, input={"text": "<b>bold</b>"})
     return done, running, node
 
 

@@ -6,7 +6,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from dag.models import Node, Session
-from dag.recording import revisions
+from dag.recording import write_path
 from dag.runs.lifecycle import run_session
 
 
@@ -154,8 +154,8 @@ def test_nodes_since_revision_in_seq_order(api, user, test_functions):
     assert node["status"] == "completed" and node["output"] == "hi" and node["input"] == {"text": "hi"}
     # a later change to an early node, and a new node: both come back after the old revision, by seq
     last_rev = Session.objects.get(pk=session.pk).rev
-    first = revisions.create_node(session.pk, kind="code", name="late", depth=1)
-    revisions.finish_node(first, status="completed", output=1)
+    first = write_path.create_node(session.pk, kind="code", name="late", depth=1)
+    write_path.finish_node(first, status="completed", output=1)
     changed = api.get(f"/api/sessions/{session.pk}/nodes/?since_rev={last_rev}").json()
     assert [n["name"] for n in changed] == ["late"] and changed[0]["rev"] > last_rev
     everything = api.get(f"/api/sessions/{session.pk}/nodes/?since_rev=0").json()

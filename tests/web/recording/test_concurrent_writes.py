@@ -6,7 +6,7 @@ from django.db import connections
 
 from dag.live import broadcast
 from dag.models import Node, Session
-from dag.recording import revisions
+from dag.recording import write_path
 from dag.recording.recorder import DjangoRecorder
 from runtime import agentic_function, use_recorder
 
@@ -106,7 +106,7 @@ def test_closing_open_nodes_while_threads_write_never_reopens_a_closed_node(publ
     @agentic_function
     def child(i: int, stopper: bool) -> int:
         if stopper and i == 1:  # a stop lands mid-run: it closes this very call and its caller too
-            revisions.close_open_nodes(session.id, "cancelled", error="stop")
+            write_path.close_open_nodes(session.id, "cancelled", error="stop")
         return i
 
     @agentic_function

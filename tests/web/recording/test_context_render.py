@@ -2,7 +2,8 @@
 import pytest
 
 from dag.models import Node
-from dag.recording import context_render, revisions
+from dag.recording import context_render
+from dag.recording import write_path
 from dag.recording.context_render import render_frame_context
 from runtime import Runtime, agentic_function, function
 from runtime.providers import ScriptedProvider
@@ -229,10 +230,10 @@ def test_failed_and_refused_calls_render_their_error():
 
 def test_nodes_of_parallel_branches_after_the_frame_started_are_not_shown():
     session = new_session()
-    root = revisions.create_node(session.id, kind="code", name="root", doc="")
-    branch_a = revisions.create_node(session.id, kind="code", name="branch_a", parent_id=root.id)
-    revisions.create_node(session.id, kind="code", name="branch_b", parent_id=root.id)
-    revisions.create_node(session.id, kind="llm", name="llm", parent_id=branch_a.id, status="completed",
+    root = write_path.create_node(session.id, kind="code", name="root", doc="")
+    branch_a = write_path.create_node(session.id, kind="code", name="branch_a", parent_id=root.id)
+    write_path.create_node(session.id, kind="code", name="branch_b", parent_id=root.id)
+    write_path.create_node(session.id, kind="llm", name="llm", parent_id=branch_a.id, status="completed",
                           output={"text": "mine", "tool_calls": []})
     text = render_frame_context(session.id, branch_a.id, None, None)
     assert text == ("Earlier in this session:\n\nroot()\n-> (still running)\n\n"

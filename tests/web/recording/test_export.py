@@ -6,7 +6,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from dag.models import Session
-from dag.recording import revisions
+from dag.recording import write_path
 from dag.recording.export import SessionImportError, export_session, import_session
 from runtime import agentic_function
 
@@ -34,10 +34,10 @@ def recorded_session():
         return {"summary": "cats purr", "raw": b"\x01\x02"}
 
     session = new_session(function="research", args={"topic": "cats"})
-    revisions.set_session_status(session.id, "running")
+    write_path.set_session_status(session.id, "running")
     with recording(session):
         result = research("cats")
-    revisions.set_session_status(session.id, "completed", result=result)
+    write_path.set_session_status(session.id, "completed", result=result)
     session.refresh_from_db()
     return session
 
@@ -69,7 +69,7 @@ def test_import_of_an_export_round_trips_through_json(recorded_session):
     assert _without_ids(again) == _without_ids(original)
     assert {n["id"] for n in again["nodes"]}.isdisjoint({n["id"] for n in original["nodes"]})
     # the copy keeps recording where the original left off
-    assert revisions.create_node(copy.id, kind="code", name="more").seq == len(original["nodes"])
+    assert write_path.create_node(copy.id, kind="code", name="more").seq == len(original["nodes"])
 
 
 def test_export_session_command_prints_or_writes_the_document(recorded_session, tmp_path):

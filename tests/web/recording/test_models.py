@@ -1,4 +1,4 @@
-"""Session and Node, and dag.recording.revisions: the one path that writes them, bumps `rev` and publishes."""
+"""Session and Node, and dag.recording.write_path: the one path that writes them, bumps `rev` and publishes."""
 from datetime import timedelta
 
 import pytest
@@ -7,7 +7,8 @@ from django.utils import timezone
 
 from dag.live import broadcast
 from dag.models import Node, Session
-from dag.recording import revisions, write_sql
+from dag.recording import write_path
+from dag.recording.write_path import sql as write_sql
 
 from ..dag_helpers import new_session
 
@@ -36,7 +37,7 @@ def published():
 
 def test_as_dict_shapes_are_the_ones_the_api_and_stream_use():
     session = new_session(args={"topic": "cats"})
-    node = revisions.create_node(session.id, kind="code", name="f")
+    node = write_path.create_node(session.id, kind="code", name="f")
     assert set(session.as_dict()) == SESSION_KEYS
     assert set(node.as_dict()) == NODE_KEYS
     assert session.as_dict()["id"] == str(session.id) and session.as_dict()["args"] == {"topic": "cats"}
@@ -54,7 +55,7 @@ def test_create_node_allocates_gap_free_seq_and_a_new_revision_each(django_captu
                                                                     published):
     session = new_session()
     with django_capture_on_commit_callbacks(execute=True):
-        nodes = [revisions.create_node(session.id, kind="code", name=f"f{i}") for i in range(4)]
+        nodes = [write_path.create_node(session.id, kind="code", name=f"f{i}") for i in range(4)]
     assert [(n.seq, n.rev) for n in nodes] == [(0, 1), (1, 2), (2, 3), (3, 4)]
     session.refresh_from_db()
     assert (session.node_count, session.rev) == (4, 4)
@@ -65,7 +66,7 @@ def test_create_node_allocates_gap_free_seq_and_a_new_revision_each(django_captu
 def test_messages_are_published_only_after_the_commit(django_capture_on_commit_callbacks, published):
     session = new_session()
     with django_capture_on_commit_callbacks() as callbacks:
-        revisions.create_node(session.id, kind="code", name="f")
+        write_path.create_node(session.id, kind="code", name="f")
         assert published == []
     assert len(callbacks) == 1
     callbacks[0]()
@@ -74,17 +75,17 @@ def test_messages_are_published_only_after_the_commit(django_capture_on_commit_c
 
 def test_seq_is_unique_per_session():
     session = new_session()
-    node = revisions.create_node(session.id, kind="code", name="f")
+    node = write_path.create_node(session.id, kind="code", name="f")
     with pytest.raises(IntegrityError), transaction.atomic():
         Node.objects.create(session=session, seq=node.seq, kind="code", name="copy")
     other = new_session()
-    assert revisions.create_node(other.id, kind="code", name="g").seq == 0
+    assert write_path.create_node(other.id, kind="code", name="g").seq == 0
 
 
 def test_finish_node_backfills_in_memory_and_in_the_database():
     session = new_session()
-    node = revisions.create_node(session.id, kind="code", name="f")
-    assert revisions.finish_node(node, status="completed", output={"answer": 42}) is True
+    node = write_path.create_node(session.id, kind="code", name="f")
+    assert write_path.finish_node(node, status="completed", output={"answer": 42}) is True
     stored = Node.objects.get(pk=node.pk)
     assert (stored.status, stored.output, stored.rev) == ("completed", {"answer": 42}, 2)
     assert (node.status, node.rev, node.finished_at) == ("completed", 2, stored.finished_at)
@@ -92,10 +93,10 @@ def test_finish_node_backfills_in_memory_and_in_the_database():
 
 def test_a_late_backfill_never_reopens_or_overwrites_an_ended_node():
     session = new_session()
-    node = revisions.create_node(session.id, kind="code", name="f")
-    assert revisions.close_open_nodes(session.id, "cancelled", error="stopped") == 1
+    node = write_path.create_node(session.id, kind="code", name="f")
+    assert write_path.close_open_nodes(session.id, "cancelled", error="stopped") == 1
     rev_after_close = Session.objects.get(pk=session.pk).rev
-    assert revisions.finish_node(node, status="completed", output="late") is False
+    assert write_path.finish_node(node, status="completed", output="late") is False
     stored = Node.objects.get(pk=node.pk)
     assert (stored.status, stored.output, stored.error) == ("cancelled", None, "stopped")
     assert Session.objects.get(pk=session.pk).rev == rev_after_close  # the dropped write used no revision
@@ -104,13 +105,13 @@ def test_a_late_backfill_never_reopens_or_overwrites_an_ended_node():
 def test_close_open_nodes_gives_each_closed_node_its_own_revision(django_capture_on_commit_callbacks,
                                                                   published):
     session = new_session()
-    done = revisions.create_node(session.id, kind="code", name="done")
-    revisions.finish_node(done, status="completed")
-    revisions.create_node(session.id, kind="code", name="a", parent_id=done.id)
-    revisions.create_node(session.id, kind="llm", name="llm")
+    done = write_path.create_node(session.id, kind="code", name="done")
+    write_path.finish_node(done, status="completed")
+    write_path.create_node(session.id, kind="code", name="a", parent_id=done.id)
+    write_path.create_node(session.id, kind="llm", name="llm")
     with django_capture_on_commit_callbacks(execute=True):
-        assert revisions.close_open_nodes(session.id, "interrupted", error="worker died") == 2
-        assert revisions.close_open_nodes(session.id) == 0
+        assert write_path.close_open_nodes(session.id, "interrupted", error="worker died") == 2
+        assert write_path.close_open_nodes(session.id) == 0
     rows = list(Node.objects.filter(session=session).order_by("seq").values_list("name", "status", "rev", "error"))
     assert rows == [("done", "completed", 2, ""), ("a", "interrupted", 5, "worker died"),
                     ("llm", "interrupted", 6, "worker died")]
@@ -121,18 +122,18 @@ def test_close_open_nodes_gives_each_closed_node_its_own_revision(django_capture
 def test_close_open_nodes_only_accepts_a_final_status():
     session = new_session()
     with pytest.raises(ValueError, match="must be a final node status"):
-        revisions.close_open_nodes(session.id, "running")
+        write_path.close_open_nodes(session.id, "running")
 
 
 def test_session_status_moves_forward_and_a_terminal_status_is_final():
     session = new_session()
-    assert revisions.set_session_status(session.id, "running") is True
+    assert write_path.set_session_status(session.id, "running") is True
     started = Session.objects.get(pk=session.pk).started_at
     assert started is not None
-    assert revisions.set_session_status(session.id, "running") is True
+    assert write_path.set_session_status(session.id, "running") is True
     assert Session.objects.get(pk=session.pk).started_at == started  # the first start is kept
-    assert revisions.set_session_status(session.id, "cancelled", error="stopped by alice") is True
-    assert revisions.set_session_status(session.id, "completed", result={"late": True}) is False
+    assert write_path.set_session_status(session.id, "cancelled", error="stopped by alice") is True
+    assert write_path.set_session_status(session.id, "completed", result={"late": True}) is False
     stored = Session.objects.get(pk=session.pk)
     assert (stored.status, stored.result, stored.error, stored.rev) == ("cancelled", None, "stopped by alice", 3)
     assert stored.finished_at is not None
@@ -141,7 +142,7 @@ def test_session_status_moves_forward_and_a_terminal_status_is_final():
 def test_session_results_are_made_json_safe(django_capture_on_commit_callbacks, published):
     session = new_session()
     with django_capture_on_commit_callbacks(execute=True):
-        assert revisions.set_session_status(session.id, "completed", result={"items": {3, 1, 2}, "x": b"ab"})
+        assert write_path.set_session_status(session.id, "completed", result={"items": {3, 1, 2}, "x": b"ab"})
     assert Session.objects.get(pk=session.pk).result == {"items": [1, 2, 3], "x": "<bytes: 2 bytes>"}
     [(_, message)] = published
     assert (message["type"], message["rev"], message["session"]["status"]) == ("session", 1, "completed")
@@ -150,20 +151,20 @@ def test_session_results_are_made_json_safe(django_capture_on_commit_callbacks, 
 def test_set_session_status_names_the_allowed_statuses():
     session = new_session()
     with pytest.raises(ValueError, match="queued, running, completed, error, cancelled, interrupted"):
-        revisions.set_session_status(session.id, "done")
+        write_path.set_session_status(session.id, "done")
 
 
 def test_update_session_unless_terminal_leaves_ended_sessions_alone():
     session = new_session(status="completed")
-    assert revisions.update_session(session.id, unless_terminal=True, cancel_requested=True) is None
-    updated = revisions.update_session(session.id, model="sim-2")
+    assert write_path.update_session(session.id, unless_terminal=True, cancel_requested=True) is None
+    updated = write_path.update_session(session.id, model="sim-2")
     assert (updated.model, updated.rev) == ("sim-2", 1)
 
 
 def test_revisions_without_update_returning_read_the_counter_back(monkeypatch):
     monkeypatch.setattr(write_sql, "RETURNING_VENDORS", frozenset())
     session = new_session()
-    nodes = [revisions.create_node(session.id, kind="code", name="f") for _ in range(3)]
+    nodes = [write_path.create_node(session.id, kind="code", name="f") for _ in range(3)]
     assert [(n.seq, n.rev) for n in nodes] == [(0, 1), (1, 2), (2, 3)]
 
 
@@ -172,4 +173,4 @@ def test_writing_to_a_missing_session_names_it():
     session_id = session.id
     session.delete()
     with pytest.raises(Session.DoesNotExist, match=str(session_id)):
-        revisions.create_node(session_id, kind="code", name="f")
+        write_path.create_node(session_id, kind="code", name="f")

@@ -7,7 +7,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from dag.models import Node, Session
-from dag.recording import revisions
+from dag.recording import write_path
 from dag.runs import lifecycle, stop
 from dag.runs.launch import launch
 from runtime.hooks import installed_hooks
@@ -106,7 +106,7 @@ def test_stop_requested_in_another_process_is_seen_through_the_database(user):
     session = launch(user, "slow_count", {"n": 200, "delay_s": 0.05})
     started_counting(session)
     # Only the row changes, as when the stop request reached another server process.
-    revisions.update_session(session.pk, cancel_requested=True)
+    write_path.update_session(session.pk, cancel_requested=True)
     wait_for_end(session)
     assert session.status == "cancelled"
     assert_nothing_left_running(session)
@@ -218,7 +218,7 @@ def test_stop_callbacks_run_once_even_when_registered_late():
 @pytest.mark.django_db
 def test_orphaned_sessions_are_interrupted_at_startup(user):
     running = Session.objects.create(owner=user, function="slow_count", status="running")
-    node = revisions.create_node(running.pk, kind="code", name="slow_count", depth=1)
+    node = write_path.create_node(running.pk, kind="code", name="slow_count", depth=1)
     queued = Session.objects.create(owner=user, function="slow_count")
     done = Session.objects.create(owner=user, function="slow_count", status="completed")
     assert lifecycle.interrupt_orphaned_sessions() == 2

@@ -4,7 +4,7 @@ Every recorded call makes two transactions of two statements each. Built through
 compiler they cost several times the database work, so these statements are built once per database
 vendor and only the parameters are prepared per call, still through each field's own
 `get_db_prep_save` where it does something (JSON encoding, time zones, UUIDs are the ORM's, not ours).
-Each function runs in a `dag.recording.write_transaction.WriteTransaction`.
+Each function runs in a `dag.recording.write_path.write_transaction.WriteTransaction`.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Optional
 
 from django.db import DEFAULT_DB_ALIAS, connections, models
 
-from ..models import Node, Session
+from ...models import Node, Session
 from .write_transaction import WriteTransaction, placeholders
 
 # UPDATE ... RETURNING turns "advance the counter and read it" into one statement.

@@ -19,10 +19,10 @@ from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from ..live import broadcast
-from ..models import Node, Session
-from . import write_sql
-from .values import json_safe
+from ...live import broadcast
+from ...models import Node, Session
+from ..values import json_safe
+from . import sql as write_sql
 from .write_transaction import WriteTransaction
 
 _UNSET = object()

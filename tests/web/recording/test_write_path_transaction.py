@@ -3,7 +3,7 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from dag.models import Session
-from dag.recording.write_transaction import WriteTransaction, placeholders
+from dag.recording.write_path.write_transaction import WriteTransaction, placeholders
 
 from ..dag_helpers import new_session
 
@@ -80,7 +80,7 @@ def test_counters_advance_without_returning_where_the_database_lacks_it(monkeypa
     # SQLite before 3.35 (which Django 5.2 still supports) has no RETURNING: a separate read then.
     from django.db import connection
 
-    from dag.recording import write_sql
+    from dag.recording.write_path import sql as write_sql
 
     session = new_session()
     statements = []
