@@ -61,7 +61,8 @@ def measure(database_url: str, calls: int) -> dict:
     from django.db import connections
 
     from dag.live import broadcast
-    from dag.models import Node, Session
+    from dag.models import Node
+    from dag.recording import write_path
     from dag.recording.recorder import DjangoRecorder
     from django.contrib.auth import get_user_model
     from runtime import agentic_function, use_recorder
@@ -86,7 +87,7 @@ def measure(database_url: str, calls: int) -> dict:
             connections.close_all()  # this thread's connection (a no-op for the main thread's reuse)
 
     def run(count: int, threads: int = 1) -> tuple[float, float]:
-        session = Session.objects.create(owner=owner, function="bench")
+        session = write_path.queue_session(owner, function="bench")
         recorder = DjangoRecorder(session)
         with _Clock() as clock:
             if threads == 1:
@@ -118,7 +119,7 @@ def measure(database_url: str, calls: int) -> dict:
     assert len(handed_off) == (WARMUP + ROUNDS * calls) * 2, "every entry and exit is handed off"
     # The same calls from 8 threads into one session: writers queue on the session's row lock.
     figures["threads"] = _figures(calls, [run(calls, THREADS) for _ in range(ROUNDS)])
-    with use_recorder(DjangoRecorder(Session.objects.create(owner=owner, function="bench-context"))):
+    with use_recorder(DjangoRecorder(write_path.queue_session(owner, function="bench-context"))):
         figures["render_ms"] = long_run(RENDER_NODES) * 1000
     return figures
 
@@ -126,8 +127,8 @@ def measure(database_url: str, calls: int) -> dict:
 # --- raw sqlite3: the same rows without Django -------------------------------------------------
 
 _INSERT = ("INSERT INTO dag_node (session_id, seq, parent_id, kind, name, input, output, status, depth, "
-           "name_depth, expose, render_range, doc, model, usage, error, started_at, finished_at, rev) "
-           "VALUES (?, ?, NULL, 'code', 'leaf', ?, NULL, 'running', 1, 1, 'io', NULL, ?, '', NULL, '', ?, "
+           "name_depth, expose, render_range, doc, model, usage, error, refusal, started_at, finished_at, rev) "
+           "VALUES (?, ?, NULL, 'code', 'leaf', ?, NULL, 'running', 1, 1, 'io', NULL, ?, '', NULL, '', '', ?, "
            "NULL, ?) RETURNING id")
 _BACKFILL = ("UPDATE dag_node SET status = 'completed', output = ?, error = '', finished_at = ?, rev = ? "
              "WHERE id = ? AND status = 'running'")

@@ -9,18 +9,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Optional
 
-from django.db import transaction
-
 from ..models import Node, Session
+from . import write_path
 
 EXPORT_VERSION = 1
 # Session fields an import restores; id, owner and node_count are the new session's own.
 _SESSION_FIELDS = ("function", "args", "status", "result", "error", "cancel_requested", "budget",
-                   "budget_spend", "model", "rev", "created_at", "started_at", "finished_at")
+                   "budget_spend", "launch_budget", "model", "rev", "created_at", "started_at", "finished_at")
 _NODE_FIELDS = ("kind", "name", "status", "depth", "name_depth", "expose", "render_range", "doc", "input",
-                "output", "error", "model", "usage", "rev", "started_at", "finished_at")
+                "output", "error", "refusal", "model", "usage", "rev", "started_at", "finished_at")
 _TIMES = frozenset({"created_at", "started_at", "finished_at"})
-_TEXTS = frozenset({"function", "name", "expose", "doc", "error", "model"})
+_TEXTS = frozenset({"function", "name", "expose", "doc", "error", "refusal", "model"})
 _COUNTS = frozenset({"depth", "name_depth", "rev"})
 
 
@@ -40,38 +39,20 @@ def import_session(data: Any, owner) -> Session:
     session_data, nodes_data = _check_document(data)
     session_fields = {name: _field(session_data, name, "session") for name in _SESSION_FIELDS
                       if name in session_data}
-    with transaction.atomic():
-        session = Session.objects.create(owner=owner, **session_fields)
-        if "created_at" in session_fields:  # auto_now_add ignores the given value on create
-            Session.objects.filter(pk=session.pk).update(created_at=session_fields["created_at"])
-        nodes, parent_seqs = [], []
-        seq_of_id: dict = {}  # the exported ids seen so far: a parent is always written before its children
-        for index, item in enumerate(nodes_data):
-            where = f"nodes[{index}]"
-            if not isinstance(item, dict):
-                raise SessionImportError(f"{where} must be an object, got {type(item).__name__}")
-            if item.get("seq") != index:
-                raise SessionImportError(f"{where}.seq must be {index} (seqs are gap-free from 0), "
-                                         f"got {item.get('seq')!r}")
-            nodes.append(Node(session=session, seq=index,
-                              **{name: _field(item, name, where) for name in _NODE_FIELDS if name in item}))
-            parent_seqs.append(_parent_seq(item, seq_of_id, where))
-            if isinstance(item.get("id"), (int, str)):
-                seq_of_id[item["id"]] = index
-        Node.objects.bulk_create(nodes)
-        # bulk_create does not return ids everywhere, so read them back by seq.
-        ids = dict(Node.objects.filter(session=session).values_list("seq", "id"))
-        linked = []
-        for node, parent_seq in zip(nodes, parent_seqs):
-            if parent_seq is not None:
-                node.pk, node.parent_id = ids[node.seq], ids[parent_seq]
-                linked.append(node)
-        Node.objects.bulk_update(linked, ["parent"])
-        # Revisions are per session, so the originals carry over unchanged.
-        rev = max([session_fields.get("rev", 0)] + [node.rev for node in nodes])
-        Session.objects.filter(pk=session.pk).update(rev=rev, node_count=len(nodes))
-    session.refresh_from_db()
-    return session
+    node_fields, parent_seqs = [], []
+    seq_of_id: dict = {}  # the exported ids seen so far: a parent is always written before its children
+    for index, item in enumerate(nodes_data):
+        where = f"nodes[{index}]"
+        if not isinstance(item, dict):
+            raise SessionImportError(f"{where} must be an object, got {type(item).__name__}")
+        if item.get("seq") != index:
+            raise SessionImportError(f"{where}.seq must be {index} (seqs are gap-free from 0), "
+                                     f"got {item.get('seq')!r}")
+        node_fields.append({name: _field(item, name, where) for name in _NODE_FIELDS if name in item})
+        parent_seqs.append(_parent_seq(item, seq_of_id, where))
+        if isinstance(item.get("id"), (int, str)):
+            seq_of_id[item["id"]] = index
+    return write_path.insert_imported_session(owner, session_fields, node_fields, parent_seqs)
 
 
 def _check_document(data: Any) -> tuple[dict, list]:

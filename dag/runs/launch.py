@@ -12,6 +12,7 @@ from django.conf import settings
 from runtime.spec import argument_errors
 
 from ..models import Session
+from ..recording import write_path
 from . import catalog
 from .executors import get_executor
 from .launch_budget import BudgetProblem, clean_budget
@@ -126,8 +127,7 @@ def create_session(owner, function: str, args, budget: dict | None = None, model
         model = clean_model(model) or configured_model()
     except ModelProblem as exc:
         raise LaunchRejected({"model": [str(exc)]}) from None
-    return Session.objects.create(owner=owner, function=function, args=args, model=model,
-                                  launch_budget=budget)
+    return write_path.queue_session(owner, function=function, args=args, model=model, launch_budget=budget)
 
 
 def launch(owner, function: str, args, budget: dict | None = None, model: str | None = None) -> Session:

@@ -1,11 +1,13 @@
-"""The Django admin lists sessions and their nodes, filtered by status and function; nodes are read-only."""
+"""The Django admin lists sessions and their nodes, filtered by status and function; a run's state and its
+nodes are read-only, and what may change goes through the write path."""
 import uuid
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from dag.models import Node
+from dag.live import broadcast
+from dag.models import Node, Session
 from dag.recording import write_path
 
 from .dag_helpers import new_session
@@ -56,3 +58,32 @@ def test_nodes_filter_by_status_and_function_and_cannot_be_edited(admin_client, 
     assert Node.objects.get(pk=node.pk).name == TRANSLATE
     session_page = admin_client.get(reverse("admin:dag_session_change", args=[running.pk])).content.decode()
     assert f"?session__id__exact={running.pk}" in session_page  # the link to its nodes
+
+
+def test_a_runs_state_is_read_only_and_an_owner_change_is_a_published_revision(admin_client, two_sessions,
+                                                                               django_capture_on_commit_callbacks):
+    done, _, _ = two_sessions
+    new_owner = get_user_model().objects.create_user(f"new-owner-{uuid.uuid4().hex[:8]}")
+    rev_before = Session.objects.get(pk=done.pk).rev
+    seen = []
+    listener = lambda session_id, messages: seen.extend(messages)  # noqa: E731
+    broadcast.subscribe(listener)
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            response = admin_client.post(reverse("admin:dag_session_change", args=[done.pk]),
+                                         {"owner": new_owner.pk, "status": "running", "result": '"forged"'})
+    finally:
+        broadcast.unsubscribe(listener)
+    assert response.status_code == 302
+    stored = Session.objects.get(pk=done.pk)
+    assert (stored.owner, stored.status, stored.result) == (new_owner, "completed", "ok")
+    assert stored.rev == rev_before + 1 and [m["rev"] for m in seen] == [stored.rev]
+
+
+def test_deleting_a_session_in_the_admin_takes_its_nodes_and_nodes_alone_cannot_be_deleted(admin_client,
+                                                                                          two_sessions):
+    _, running, node = two_sessions
+    assert admin_client.post(reverse("admin:dag_node_delete", args=[node.pk]), {"post": "yes"}).status_code == 403
+    response = admin_client.post(reverse("admin:dag_session_delete", args=[running.pk]), {"post": "yes"})
+    assert response.status_code == 302
+    assert not Session.objects.filter(pk=running.pk).exists() and not Node.objects.filter(pk=node.pk).exists()

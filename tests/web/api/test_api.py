@@ -189,9 +189,10 @@ def test_async_functions_run_and_record_their_calls(api, user, test_functions):
                                                                      ("echo", 2, "completed")]
 
 
-def test_a_run_that_calls_sys_exit_still_ends(api, user, test_functions):
+def test_a_run_that_calls_sys_exit_ends_and_the_exit_goes_on(api, user, test_functions):
     session = make_session(user, function="exit_early", args={})
-    run_session(session.pk)
+    with pytest.raises(SystemExit):  # not swallowed: it asks the process to stop
+        run_session(session.pk)
     assert api.get(f"/api/sessions/{session.pk}/").json()["status"] == "error"
     assert "SystemExit" in Session.objects.get(pk=session.pk).error
     assert Node.objects.get(session=session).status == "error"

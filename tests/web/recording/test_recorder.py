@@ -6,6 +6,7 @@ import pytest
 
 from dag.live import broadcast
 from dag.models import Node, Session
+from dag.recording import write_path
 from dag.recording.recorder import DjangoRecorder, recorded_ancestor
 from dag.recording.values import json_safe, preview
 from runtime import (Budget, BudgetExceeded, CancelledError, Runtime, add_pre_invocation_hook,
@@ -87,9 +88,7 @@ def test_an_exception_ends_the_node_with_error_and_its_text():
 
 def test_an_error_text_holding_nul_still_ends_the_node_and_the_session():
     # PostgreSQL text cannot hold NUL: storing the raw message failed the backfill and left the node
-    # (and, through lifecycle.finish, the session) running.
-    from dag.runs import lifecycle
-
+    # (and, through write_path.finish_session, the session) running.
     @agentic_function
     def reads_binary():
         raise ValueError("bad byte \x00 in the file")
@@ -100,7 +99,7 @@ def test_an_error_text_holding_nul_still_ends_the_node_and_the_session():
     [node] = nodes_of(session)
     assert node.status == "error" and node.error == "ValueError: bad byte \ufffd in the file"
 
-    assert lifecycle.finish(session.pk, Session.Status.ERROR, error="ValueError: bad byte \x00 again")
+    assert write_path.finish_session(session.pk, Session.Status.ERROR, error="ValueError: bad byte \x00 again")
     session.refresh_from_db()
     assert session.status == "error" and session.error == "ValueError: bad byte \ufffd again"
 

@@ -58,7 +58,7 @@ def test_a_queued_session_with_a_persisted_stop_is_cancelled_when_picked_up(user
                                      cancel_requested=True)
     lifecycle.run_session(session.pk)
     session.refresh_from_db()
-    assert session.status == "cancelled" and session.error == lifecycle.STOPPED_BEFORE_START
+    assert session.status == "cancelled" and session.error == write_path.STOPPED_BEFORE_START
     assert nodes_of(session) == []
 
 
@@ -69,14 +69,14 @@ def test_stop_between_claim_and_first_call_is_not_lost(user, test_functions, mon
     # The stop lands after the run claimed the session (running) but before its signal exists, so
     # signalling it in this process finds nothing; the persisted flag must still stop the first call.
     session = Session.objects.create(owner=user, function="echo", args={"text": "hi"})
-    claim = lifecycle._claim
+    claim = write_path.claim_session
 
     def claim_then_stop(session_id):
         claimed = claim(session_id)
         assert lifecycle.request_stop(session_id).status == "running"
         return claimed
 
-    monkeypatch.setattr(lifecycle, "_claim", claim_then_stop)
+    monkeypatch.setattr(write_path, "claim_session", claim_then_stop)
     lifecycle.run_session(session.pk)
     session.refresh_from_db()
     assert session.status == "cancelled" and session.result is None
@@ -118,7 +118,7 @@ def test_a_late_completion_never_overwrites_cancelled(user):
     started_counting(session)
     lifecycle.request_stop(session.pk)
     wait_for_end(session)
-    assert lifecycle.finish(session.pk, Session.Status.COMPLETED, result=200) is False
+    assert write_path.finish_session(session.pk, Session.Status.COMPLETED, result=200) is False
     session.refresh_from_db()
     assert session.status == "cancelled" and session.result is None
 

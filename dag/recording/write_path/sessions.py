@@ -1,0 +1,178 @@
+"""Writes of sessions: queued at launch, claimed by a run, stopped, finished, edited, deleted.
+
+Each public function is one transaction (a `WriteTransaction`, the ORM working inside it) that starts
+by locking the session through `advance` and publishes after its commit. Composite changes (a claim
+that finds a stop, a finish that closes the open nodes) are made by the `*_in(tx, ...)` helpers inside
+the caller's transaction, so they commit or roll back as one.
+
+A terminal status is final: a status change that arrives after the session ended changes nothing
+and reports False (or None), so a stop's `cancelled` is never overwritten by a late `completed`.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional
+
+from django.db.models import F
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from ...models import Node, Session
+from ..values import clean_text, json_safe
+from .nodes import close_open_nodes_in
+from .revision import advance, publish_after_commit, session_message
+from .write_transaction import WriteTransaction
+
+STOPPED_BEFORE_START = "stopped before it started"
+# Session fields stored as JSON: made JSON-safe here, so callers may pass whatever a function returned.
+JSON_FIELDS = ("args", "result", "budget", "budget_spend", "launch_budget")
+# The status given to nodes still open when their session ends: a child outlived its caller (e.g. an
+# abandoned thread), or the run was stopped or died around it.
+NODE_STATUS_AT_END = {
+    Session.Status.COMPLETED: Node.Status.INTERRUPTED,
+    Session.Status.ERROR: Node.Status.ERROR,
+    Session.Status.CANCELLED: Node.Status.CANCELLED,
+    Session.Status.INTERRUPTED: Node.Status.INTERRUPTED,
+}
+_UNSET = object()
+
+
+def _json_safe_fields(fields: dict) -> dict:
+    return {name: json_safe(value) if name in JSON_FIELDS else value for name, value in fields.items()}
+
+
+def queue_session(owner, **fields: Any) -> Session:
+    """A new queued session owned by `owner` (function, args, model, ...).
+
+    Nothing is published: no one can be watching a session before it exists (its viewers start from
+    a snapshot).
+    """
+    with WriteTransaction(lean=False):
+        return Session.objects.create(owner=owner, status=Session.Status.QUEUED, **_json_safe_fields(fields))
+
+
+def update_session(session_id, *, unless_terminal: bool = False, **fields: Any) -> Optional[Session]:
+    """Change session fields with a new revision and publish it; the session as stored, or None.
+
+    With `unless_terminal`, a session that has already ended is left alone (None is returned).
+    """
+    with WriteTransaction(lean=False) as tx:
+        session = update_session_in(tx, session_id, unless_terminal=unless_terminal, **fields)
+        if session is None:
+            tx.discard()  # give the revision back: nothing changed
+    return session
+
+
+def update_session_in(tx: WriteTransaction, session_id, *, unless_terminal: bool = False,
+                      **fields: Any) -> Optional[Session]:
+    """`update_session` inside `tx`; on None the caller discards `tx` (its revision was taken)."""
+    rev, _ = advance(tx, session_id)
+    rows = Session.objects.filter(pk=session_id)
+    if unless_terminal:
+        rows = rows.exclude(status__in=Session.TERMINAL)
+    if not rows.update(rev=rev, **_json_safe_fields(fields)):
+        return None
+    session = Session.objects.get(pk=session_id)  # the expressions' values (e.g. started_at) as stored
+    publish_after_commit(tx, session_id, [session_message(session)])
+    return session
+
+
+def _status_fields(status: str, result: Any = _UNSET, error: Optional[str] = None) -> dict:
+    if status not in Session.Status.values:
+        raise ValueError(f"status must be one of {', '.join(Session.Status.values)}; got {status!r}")
+    fields: dict[str, Any] = {"status": status}
+    if status == Session.Status.RUNNING:
+        fields["started_at"] = Coalesce(F("started_at"), timezone.now())
+    if status in Session.TERMINAL:
+        fields["finished_at"] = timezone.now()
+    if result is not _UNSET:
+        fields["result"] = result
+    if error is not None:
+        fields["error"] = clean_text(str(error))  # a message quoting binary data must not fail the write
+    return fields
+
+
+def set_session_status(session_id, status: str, *, result: Any = _UNSET, error: Optional[str] = None) -> bool:
+    """Move a session to `status` (stamping started/finished times); False if it had already ended.
+
+    For a terminal status, use `finish_session`, which also closes the session's open nodes.
+    """
+    return update_session(session_id, unless_terminal=True, **_status_fields(status, result, error)) is not None
+
+
+def finish_session(session_id, status: str, *, result: Any = None, error: str = "") -> bool:
+    """Give the session terminal `status` and close its open nodes, in one transaction.
+
+    Compare-and-set: it wins (True) only if the session had not ended yet; otherwise nothing changes
+    (False), and only the winner closes nodes.
+    """
+    with WriteTransaction(lean=False) as tx:
+        won = finish_session_in(tx, session_id, status, result=result, error=error)
+        if not won:
+            tx.discard()
+    return won
+
+
+def finish_session_in(tx: WriteTransaction, session_id, status: str, *, result: Any = None,
+                      error: str = "") -> bool:
+    if status not in Session.TERMINAL:
+        raise ValueError(f"status must be a terminal session status ({', '.join(sorted(Session.TERMINAL))}); "
+                         f"got {status!r}")
+    advance(tx, session_id, revs=0)  # hold the session's lock from the check to the change
+    if Session.objects.filter(pk=session_id, status__in=Session.TERMINAL).exists():
+        return False
+    fields = _status_fields(status, result, error)
+    close_open_nodes_in(tx, session_id, NODE_STATUS_AT_END[status], fields["error"])
+    return update_session_in(tx, session_id, unless_terminal=True, **fields) is not None
+
+
+def claim_session(session_id) -> Optional[Session]:
+    """Move a queued session to `running` and return it; None if it must not run.
+
+    A session that is gone, already claimed or ended is left alone; one whose stop was persisted while
+    it was queued is finished `cancelled` instead (it never starts).
+    """
+    with WriteTransaction(lean=False) as tx:
+        try:
+            advance(tx, session_id, revs=0)
+        except Session.DoesNotExist:
+            return None
+        session = Session.objects.get(pk=session_id)
+        if session.status != Session.Status.QUEUED:
+            return None
+        if session.cancel_requested:
+            finish_session_in(tx, session_id, Session.Status.CANCELLED, error=STOPPED_BEFORE_START)
+            return None
+        return update_session_in(tx, session_id, unless_terminal=True, **_status_fields(Session.Status.RUNNING))
+
+
+def record_stop_request(session_id) -> Session:
+    """Persist a stop for the session (idempotent, a no-op once it ended); the session as stored after.
+
+    A session that has not started yet is cancelled on the spot: its run, when a worker picks it up,
+    finds it ended and does nothing. A running one is only flagged: its run stops at its next function
+    entry or model call and finishes itself.
+    """
+    # A plain read first: a stop that finds the session ended or its stop persisted has nothing to write,
+    # so it returns at once instead of queueing on the row lock behind every other stop.
+    current = Session.objects.get(pk=session_id)
+    if current.is_terminal or current.cancel_requested:
+        return current
+    with WriteTransaction(lean=False) as tx:
+        advance(tx, session_id, revs=0)
+        session = Session.objects.get(pk=session_id)
+        if session.is_terminal or session.cancel_requested:
+            return session
+        update_session_in(tx, session_id, unless_terminal=True, cancel_requested=True)
+        if session.status == Session.Status.QUEUED:
+            finish_session_in(tx, session_id, Session.Status.CANCELLED, error=STOPPED_BEFORE_START)
+        return Session.objects.get(pk=session_id)
+
+
+def delete_sessions(session_ids: Iterable) -> int:
+    """Delete sessions with their nodes; how many sessions were deleted.
+
+    Nothing is published: there is no change to show, and a viewer's next resync finds the session gone.
+    """
+    with WriteTransaction(lean=False):
+        _, deleted = Session.objects.filter(pk__in=list(session_ids)).delete()
+    return deleted.get(Session._meta.label, 0)
