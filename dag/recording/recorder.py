@@ -85,18 +85,20 @@ class DjangoRecorder(Recorder):
 
     def function_refused(self, frame: Frame, error: BaseException) -> None:
         now = timezone.now()
-        node = self._off_loop(self._create, frame, Node.Status.REFUSED, error_text(error), now, now)
+        # What refused it, as data ("depth", "budget:llm_calls"): the browser reads this, never the text.
+        refusal = str(getattr(error, "refusal", "") or "")[:Node._meta.get_field("refusal").max_length]
+        node = self._off_loop(self._create, frame, Node.Status.REFUSED, error_text(error), now, now, refusal)
         frame.node = node.pk
 
     def _create(self, frame: Frame, status: str, error: str, started: datetime,
-                finished: Optional[datetime]) -> Node:
+                finished: Optional[datetime], refusal: str = "") -> Node:
         parent = recorded_ancestor(frame.parent)
         return write_path.create_node(
             self.session_id, kind=Node.Kind.CODE, name=frame.name, status=status,
             parent_id=parent.node if parent is not None else None,
             input=recorded_arguments(frame), output=None, doc=frame.doc, depth=frame.depth,
             name_depth=frame.name_depth, expose=frame.expose, render_range=frame.render_range,
-            error=error, started_at=started, finished_at=finished)
+            error=error, refusal=refusal, started_at=started, finished_at=finished)
 
     # -- llm nodes -------------------------------------------------------------------------------
 

@@ -121,6 +121,7 @@ def test_a_sixth_nested_self_call_is_recorded_as_refused_under_the_fifth():
     assert refused.parent_id == nodes[limit - 1].id
     assert (refused.name_depth, refused.depth, refused.input) == (limit + 1, limit + 1, {"n": limit})
     assert "exceeded max nesting depth 5" in refused.error and refused.finished_at is not None
+    assert refused.refusal == "depth"  # what refused it, as data for the browser
     assert [n.name_depth for n in nodes[:limit]] == list(range(1, limit + 1))
 
 
@@ -140,6 +141,7 @@ def test_a_budget_breach_is_recorded_as_refused_and_the_budget_reaches_the_sessi
     manager_node, worker_node = nodes_of(session)
     assert (worker_node.status, worker_node.parent_id) == ("refused", manager_node.id)
     assert "delegation budget exceeded: max_depth=1" in worker_node.error
+    assert (worker_node.refusal, manager_node.refusal) == ("budget:depth", "")
     assert manager_node.status == "error"
     session.refresh_from_db()
     assert session.budget["max_depth"] == 1 and session.budget_spend is not None
