@@ -128,8 +128,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-ws-") as scratch:
         directory = Path(scratch)
         user, token = prepare_database(directory)
-        from django.conf import settings
-        window_ms = settings.OPENPROGRAM_BROADCAST_WINDOW_S * 1000
+        from dag.conf import conf
+        window_ms = conf.BROADCAST_WINDOW_S * 1000
         print(f"bench_ws_latency: {NODES} nodes at {RATE:.0f}/s through a live Daphne server "
               f"(coalescing window {window_ms:.0f} ms)")
         measure("in-memory layer", {}, directory, user, token)

@@ -3,15 +3,16 @@ from __future__ import annotations
 
 import importlib
 
-from django.conf import settings
 from django.core.checks import Error, register
+
+from .conf import conf
 
 
 @register()
 def function_modules_import(app_configs=None, **kwargs) -> list[Error]:
     """Every module in OPENPROGRAM_FUNCTION_MODULES imports: a typo is named here, not as a 500 on `/`."""
     errors = []
-    for name in settings.OPENPROGRAM_FUNCTION_MODULES:
+    for name in conf.FUNCTION_MODULES:
         try:
             importlib.import_module(name)
         except Exception as exc:  # a missing module, or one whose import fails

@@ -175,17 +175,14 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- OpenProgram ------------------------------------------------------------------------------
-# Modules whose agentic functions the catalog shows (comma-separated in the environment).
-OPENPROGRAM_FUNCTION_MODULES = env_list("OPENPROGRAM_FUNCTION_MODULES", "examples.functions")
-# Where runs execute: a dotted path to a dag.runs.executors.Executor subclass.
-OPENPROGRAM_EXECUTOR = os.environ.get("OPENPROGRAM_EXECUTOR", "dag.runs.executors.InProcessExecutor")
-OPENPROGRAM_EXECUTOR_WORKERS = int(os.environ.get("OPENPROGRAM_EXECUTOR_WORKERS", "8"))
-# Largest launch-argument payload accepted, in bytes of JSON.
-OPENPROGRAM_MAX_ARGS_BYTES = int(os.environ.get("OPENPROGRAM_MAX_ARGS_BYTES", "100000"))
-# Live view: seconds between websocket heartbeats (each also repairs a lost last message from the
-# database), and the window in which a burst of DAG changes is coalesced into one layer message.
-OPENPROGRAM_WS_HEARTBEAT_S = float(os.environ.get("OPENPROGRAM_WS_HEARTBEAT_S", "5"))
-OPENPROGRAM_BROADCAST_WINDOW_S = float(os.environ.get("OPENPROGRAM_BROADCAST_WINDOW_S", "0.02"))
+# Read through dag.conf (`conf.EXECUTOR`, ...), which holds each one's default and what it means. Unset
+# (None) is the default; text from the environment is converted to the default's type there.
+OPENPROGRAM_FUNCTION_MODULES = os.environ.get("OPENPROGRAM_FUNCTION_MODULES")
+OPENPROGRAM_EXECUTOR = os.environ.get("OPENPROGRAM_EXECUTOR")
+OPENPROGRAM_EXECUTOR_WORKERS = os.environ.get("OPENPROGRAM_EXECUTOR_WORKERS")
+OPENPROGRAM_MAX_ARGS_BYTES = os.environ.get("OPENPROGRAM_MAX_ARGS_BYTES")
+OPENPROGRAM_WS_HEARTBEAT_S = os.environ.get("OPENPROGRAM_WS_HEARTBEAT_S")
+OPENPROGRAM_BROADCAST_WINDOW_S = os.environ.get("OPENPROGRAM_BROADCAST_WINDOW_S")
 
 # --- the rest ---------------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"

@@ -13,6 +13,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 
+from ..conf import conf
 from ..models import Session
 from ..recording.export import export_session
 from ..runs import catalog, lifecycle
@@ -101,7 +102,7 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
             data = request.data
         except RequestDataTooBig:
             return Response({"detail": f"the request body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes; "
-                                       f"launch arguments are limited to {settings.OPENPROGRAM_MAX_ARGS_BYTES}"},
+                                       f"launch arguments are limited to {conf.MAX_ARGS_BYTES}"},
                             status=status.HTTP_400_BAD_REQUEST)
         shape = LaunchSerializer(data=data)
         shape.is_valid(raise_exception=True)

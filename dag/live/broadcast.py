@@ -4,8 +4,9 @@ Messages are notifications, not the truth: a listener that misses one resynchron
 by revision. `publish` must never block a run or raise into it.
 
 Two kinds of watcher:
-- in-process listeners (`subscribe`), e.g. the CLI's live tree; called synchronously in the writer's
-  thread;
+- in-process listeners (`subscribe`), called synchronously in the writer's thread: tests and benchmarks
+  use them to see what was published (the CLI's live tree polls the database instead, so it works
+  whichever process runs the session);
 - websocket consumers, reached through the channel layer group of the session (`group_name`). Runs
   execute in worker threads (or in another process); the in-memory layer's queues belong to the
   server's event loop, so sends go through that loop with `asyncio.run_coroutine_threadsafe`
@@ -19,14 +20,12 @@ tens of layer messages, not thousands.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import threading
 import time
 from typing import Callable
 
-from django.core.signals import setting_changed
-from django.dispatch import receiver
+from ..conf import conf
 
 log = logging.getLogger(__name__)
 
@@ -96,10 +95,7 @@ class LayerForwarder:
 
     @property
     def window_s(self) -> float:
-        if self._window_s is not None:
-            return self._window_s
-        from django.conf import settings
-        return float(getattr(settings, "OPENPROGRAM_BROADCAST_WINDOW_S", 0.02))
+        return conf.BROADCAST_WINDOW_S if self._window_s is None else self._window_s
 
     def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         with self._lock:
@@ -128,7 +124,7 @@ class LayerForwarder:
         loop = self._server_loop
         if loop is not None and not loop.is_closed():
             return loop
-        if _layer_is_in_memory():
+        if conf.IN_MEMORY_LAYER:
             return None
         return self._ensure_private_loop()
 
@@ -173,20 +169,6 @@ class LayerForwarder:
                 await layer.group_send(group_name(session_id), {"type": BATCH_EVENT, "items": chunk})
             except Exception:  # a full or unreachable layer: viewers resync from the database
                 log.warning("channel layer send for session %s failed", session_id, exc_info=True)
-
-
-@functools.lru_cache(maxsize=1)
-def _layer_is_in_memory() -> bool:
-    """Cached: with no viewer connected it is asked on every publish, and settings lookups add up."""
-    from django.conf import settings
-    backend = settings.CHANNEL_LAYERS.get("default", {}).get("BACKEND", "")
-    return backend.endswith("InMemoryChannelLayer")
-
-
-@receiver(setting_changed)
-def _forget_layer_kind(setting, **kwargs) -> None:
-    if setting == "CHANNEL_LAYERS":
-        _layer_is_in_memory.cache_clear()
 
 
 layer_forwarder = LayerForwarder()

@@ -26,8 +26,8 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
-from django.conf import settings
 
+from ..conf import conf
 from ..models import Node, Session
 from . import broadcast
 from .frames import live_frames, snapshot_frames
@@ -181,7 +181,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
 
     async def _beat(self):
         """Heartbeat; also the repair of a lost last message, which no later message would reveal."""
-        interval = float(getattr(settings, "OPENPROGRAM_WS_HEARTBEAT_S", 5.0))
+        interval = conf.WS_HEARTBEAT_S
         # A change committed just now may still be on its way through the layer; only one that the
         # previous beat already saw in the database and that has not arrived since counts as lost.
         seen_at_last_beat = 0

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import uuid
 
-from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Count
@@ -16,6 +15,7 @@ from django.shortcuts import get_object_or_404, render
 
 from runtime import max_recursion_depth
 
+from ..conf import conf
 from ..models import Session
 from ..runs.launch_budget import describe
 
@@ -68,5 +68,5 @@ def session_detail(request, session_id: uuid.UUID):
         "session": session,
         "launch_budget": describe(session.launch_budget),
         "ceiling": max_recursion_depth(),
-        "heartbeat_s": getattr(settings, "OPENPROGRAM_WS_HEARTBEAT_S", 5.0),
+        "heartbeat_s": conf.WS_HEARTBEAT_S,
     })

@@ -10,10 +10,10 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-from django.conf import settings
-
 from runtime import registry
 from runtime.function import Tool
+
+from ..conf import conf
 
 
 class UnknownFunction(LookupError):
@@ -58,7 +58,7 @@ def _tools_defined_in(module) -> list[Tool]:
 def entries() -> list[CatalogEntry]:
     """Every launchable function, sorted by name."""
     found: dict[str, Tool] = {}
-    for module_name in settings.OPENPROGRAM_FUNCTION_MODULES:
+    for module_name in conf.FUNCTION_MODULES:
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:

@@ -1,19 +1,22 @@
-"""Where runs execute: a small base class, chosen by dotted path in settings.OPENPROGRAM_EXECUTOR.
+"""Where runs execute: a small base class, chosen by dotted path in `conf.EXECUTOR`.
 
 Like Django's cache and email backends, a new place to run sessions (Celery, a subprocess) is a new
-subclass in its own module, named in the setting; nothing else changes.
+subclass in its own module, named in the setting. It receives its settings as constructor parameters;
+`from_settings` is the one place that reads them from `dag.conf`.
 """
 from __future__ import annotations
 
+import atexit
 import logging
+import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import time
 
-from django.conf import settings
-from django.core.signals import setting_changed
 from django.db import close_old_connections, connection, transaction
-from django.dispatch import receiver
 from django.utils.module_loading import import_string
+
+from ..conf import conf
+from . import lifecycle, stop
 
 log = logging.getLogger(__name__)
 
@@ -21,8 +24,10 @@ log = logging.getLogger(__name__)
 class Executor:
     """Runs sessions somewhere. `submit` must return quickly; the run happens elsewhere."""
 
-    # True when a stop requested in this process reaches the run without the database round trip.
-    supports_local_stop = False
+    @classmethod
+    def from_settings(cls, settings) -> "Executor":
+        """The executor configured by `settings` (`dag.conf.conf`); a subclass with parameters reads its own."""
+        return cls()
 
     def submit(self, session_id) -> None:
         """Run session `session_id` (already saved, status queued) once the current transaction commits."""
@@ -32,74 +37,118 @@ class Executor:
         """Stop accepting work; with `wait`, return when submitted runs have ended."""
 
 
+_STOP = object()  # tells a worker thread to end
+
+
 class InProcessExecutor(Executor):
     """The embedded default: runs in the server's own process on a bounded pool of threads.
 
-    At most OPENPROGRAM_EXECUTOR_WORKERS sessions run at once; later ones wait, queued, for a thread.
-    When the process exits, the runs still going are stopped (they end `interrupted`) so that exit is
-    not held up by a runaway run.
+    At most `workers` sessions run at once; later ones wait, queued, for a thread. When the process
+    exits, the runs still going are stopped (they end `interrupted`) and given `exit_grace_s` seconds to
+    record that, so exit is not held up by a runaway run. The threads are daemon threads, so the
+    interpreter does not wait for them before running `atexit` hooks, where that stop happens.
     """
 
-    supports_local_stop = True
+    def __init__(self, workers: int, *, exit_grace_s: float = 5.0):
+        if workers < 1:
+            raise ValueError(f"OPENPROGRAM_EXECUTOR_WORKERS must be at least 1, got {workers}")
+        self.workers = workers
+        self.exit_grace_s = exit_grace_s
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._idle = threading.Semaphore(0)  # released by a thread that finished a run and waits again
+        self._lock = threading.Lock()
+        self._closed = False
+        atexit.register(self._stop_runs_at_exit)
 
-    def __init__(self, workers: int | None = None):
-        self.workers = settings.OPENPROGRAM_EXECUTOR_WORKERS if workers is None else workers
-        if self.workers < 1:
-            raise ValueError(f"OPENPROGRAM_EXECUTOR_WORKERS must be at least 1, got {self.workers}")
-        self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="openprogram-run")
-        # threading's exit hooks run newest first, so this one stops runs before the pool is joined.
-        threading._register_atexit(self._stop_runs_at_exit)
+    @classmethod
+    def from_settings(cls, settings) -> "InProcessExecutor":
+        return cls(workers=settings.EXECUTOR_WORKERS)
 
     def submit(self, session_id) -> None:
         # After commit: the run's thread has its own connection and must see the session row.
-        transaction.on_commit(lambda: self._pool.submit(_run_in_thread, session_id))
+        transaction.on_commit(lambda: self._enqueue(session_id))
+
+    def _enqueue(self, session_id) -> None:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("this executor was shut down; get the current one with get_executor()")
+            self._queue.put(session_id)
+            if self._idle.acquire(blocking=False):
+                return  # a waiting thread takes it
+            if len(self._threads) < self.workers:
+                thread = threading.Thread(target=self._work, name=f"openprogram-run-{len(self._threads)}",
+                                          daemon=True)
+                self._threads.append(thread)
+                thread.start()
+
+    def _work(self) -> None:
+        while True:
+            session_id = self._queue.get()
+            if session_id is _STOP:
+                return
+            _run_in_thread(session_id)
+            self._idle.release()
 
     def shutdown(self, wait: bool = True) -> None:
-        self._pool.shutdown(wait=wait, cancel_futures=True)
+        with self._lock:
+            self._closed = True
+            threads = list(self._threads)
+        for _ in threads:
+            self._queue.put(_STOP)  # after the runs already queued: they still run
+        atexit.unregister(self._stop_runs_at_exit)
+        if wait:
+            for thread in threads:
+                thread.join()
 
-    @staticmethod
-    def _stop_runs_at_exit() -> None:
-        from . import stop
-
+    def _stop_runs_at_exit(self) -> None:
+        if not any(thread.is_alive() for thread in self._threads):
+            return
         stop.stop_local_runs(stop.SHUTDOWN)
+        self._closed = True
+        deadline = time.monotonic() + self.exit_grace_s
+        for thread in self._threads:
+            self._queue.put(_STOP)
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def _run_in_thread(session_id) -> None:
-    from .lifecycle import run_session
-
     close_old_connections()
     try:
-        run_session(session_id)
+        lifecycle.run_session(session_id)
     except Exception:  # run_session records the run's own failures; this is a failure to record
         log.exception("session %s could not be run", session_id)
+    except (SystemExit, KeyboardInterrupt) as exc:
+        # Raised by the run's code (the session has ended); in a worker thread it cannot end the
+        # process, so the thread keeps serving instead of dying quietly.
+        log.warning("session %s raised %s in a worker thread; the thread goes on", session_id,
+                    type(exc).__name__)
     finally:
         connection.close()
 
 
 _executor: Executor | None = None
+_built_from: int | None = None  # the settings' generation the current executor was built from
 _executor_lock = threading.Lock()
 
 
-@receiver(setting_changed)
-def _forget_executor(setting, **kwargs) -> None:
-    """Build the executor anew after its settings change (tests' override_settings)."""
-    global _executor
-    if setting in ("OPENPROGRAM_EXECUTOR", "OPENPROGRAM_EXECUTOR_WORKERS"):
-        with _executor_lock:
-            _executor = None  # runs already submitted to the old one finish there
-
-
 def get_executor() -> Executor:
-    """The process's executor, built on first use from settings.OPENPROGRAM_EXECUTOR."""
-    global _executor
+    """The process's executor, built from `conf.EXECUTOR` on first use and again after settings changed.
+
+    Runs already submitted to a replaced executor finish there.
+    """
+    global _executor, _built_from
     with _executor_lock:
-        if _executor is None:
-            path = settings.OPENPROGRAM_EXECUTOR
+        if _executor is None or _built_from != conf.generation:
+            path = conf.EXECUTOR
             try:
                 cls = import_string(path)
             except ImportError as exc:
                 raise ImportError(f"OPENPROGRAM_EXECUTOR={path!r} cannot be imported: {exc}") from exc
             if not (isinstance(cls, type) and issubclass(cls, Executor)):
                 raise TypeError(f"OPENPROGRAM_EXECUTOR={path!r} is not a dag.runs.executors.Executor subclass")
-            _executor = cls()
+            replaced, _executor, _built_from = _executor, cls.from_settings(conf), conf.generation
+            if replaced is not None:
+                replaced.shutdown(wait=False)
         return _executor

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import json
 
-from django.conf import settings
-
 from runtime.spec import argument_errors
 
+from ..conf import conf
 from ..models import Session
 from ..recording import write_path
 from . import catalog
@@ -32,7 +31,7 @@ class LaunchRejected(ValueError):
 
 def size_problem(args) -> str | None:
     """Why `args` are too large to accept, or None. Limits what a run, a page and the DB must carry."""
-    limit = settings.OPENPROGRAM_MAX_ARGS_BYTES
+    limit = conf.MAX_ARGS_BYTES
     try:
         size = len(json.dumps(args, ensure_ascii=False).encode())
     except (TypeError, ValueError):

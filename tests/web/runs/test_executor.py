@@ -1,12 +1,22 @@
 """The executor is chosen by dotted path in settings, behind a small base class."""
 from __future__ import annotations
 
+import os
+import sqlite3
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
 import pytest
 from rest_framework.test import APIClient
 
 from dag.models import Session
 from dag.runs.executors import Executor, InProcessExecutor, get_executor
 from dag.runs.launch import launch
+
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class RecordingExecutor(Executor):
@@ -21,7 +31,7 @@ class RecordingExecutor(Executor):
 def test_the_default_is_the_in_process_pool(settings):
     settings.OPENPROGRAM_EXECUTOR_WORKERS = 3
     executor = get_executor()
-    assert isinstance(executor, InProcessExecutor) and executor.workers == 3 and executor.supports_local_stop
+    assert isinstance(executor, InProcessExecutor) and executor.workers == 3
     assert get_executor() is executor  # one per process
 
 
@@ -56,3 +66,39 @@ def test_a_wrong_setting_fails_the_launch_before_a_session_is_saved(settings, us
     with pytest.raises(ImportError, match="OPENPROGRAM_EXECUTOR"):
         launch(user, "echo", {"text": "x"})
     assert not Session.objects.filter(owner=user).exists()  # no session left queued with no run
+
+
+def test_the_pool_reads_no_settings_of_its_own(settings):
+    settings.OPENPROGRAM_EXECUTOR_WORKERS = 1
+    assert InProcessExecutor(workers=4).workers == 4  # what it is given, not the global
+
+
+# A process that launches a long run and then simply ends, as the server does on Ctrl-C.
+EXITING_PROCESS = """
+import django, time
+django.setup()
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+from django.contrib.auth import get_user_model
+from dag.models import Node
+from dag.runs.launch import launch
+session = launch(get_user_model().objects.create(username="exiting"), "slow_count", {"n": 200, "delay_s": 0.05})
+while not Node.objects.filter(session=session).exists():
+    time.sleep(0.01)
+print(session.pk)
+"""
+
+
+def test_a_process_that_exits_stops_its_runs_and_they_end_interrupted(tmp_path):
+    database = tmp_path / "db.sqlite3"
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{database}", "OPENPROGRAM_VAR_DIR": str(tmp_path),
+           "DJANGO_SETTINGS_MODULE": "openprogram_web.settings", "OPENPROGRAM_EXECUTOR": "",
+           "OPENPROGRAM_FUNCTION_MODULES": "examples.functions"}
+    done = subprocess.run([sys.executable, "-c", EXITING_PROCESS], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    session_id = uuid.UUID(done.stdout.split()[-1]).hex
+    with sqlite3.connect(database) as db:
+        status, error = db.execute("SELECT status, error FROM dag_session WHERE id = ?", [session_id]).fetchone()
+        open_nodes = db.execute("SELECT count(*) FROM dag_node WHERE status = 'running'").fetchone()[0]
+    assert (status, open_nodes) == ("interrupted", 0) and "shutting down" in error

@@ -1,0 +1,93 @@
+"""The dag app's settings, read through one object: `from dag.conf import conf`, then `conf.EXECUTOR`.
+
+Like Django REST framework's `api_settings`: each setting is `OPENPROGRAM_<NAME>` in Django's settings
+(openprogram_web/settings.py fills them from the environment), its default and meaning are here, once,
+and a value is read once and kept until a setting changes (`setting_changed`, as tests'
+`override_settings` and the `settings` fixture send it). A value set as text (from the environment) is
+converted to the default's type, and a wrong one is named. None or "" means the default (except for a
+list, where "" is the empty list).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings as django_settings
+from django.core.exceptions import ImproperlyConfigured
+from django.core.signals import setting_changed
+
+PREFIX = "OPENPROGRAM_"
+
+DEFAULTS: dict[str, Any] = {
+    # Modules whose agentic functions the catalog shows (comma-separated as text).
+    "FUNCTION_MODULES": ["examples.functions"],
+    # Where runs execute: a dotted path to a dag.runs.executors.Executor subclass.
+    "EXECUTOR": "dag.runs.executors.InProcessExecutor",
+    # Sessions the in-process executor runs at once; later ones wait, queued.
+    "EXECUTOR_WORKERS": 8,
+    # Largest launch-argument payload accepted, in bytes of JSON.
+    "MAX_ARGS_BYTES": 100_000,
+    # Seconds between websocket heartbeats (each also repairs a lost last message from the database).
+    "WS_HEARTBEAT_S": 5.0,
+    # The window in which a burst of DAG changes is coalesced into one channel-layer message, seconds.
+    "BROADCAST_WINDOW_S": 0.02,
+}
+# Facts derived from Django's own settings, cached and reloaded the same way: (the setting, how).
+DERIVED: dict[str, tuple[str, Any]] = {
+    # The channel layer lives in this process's memory: no consumer in another process can hear it.
+    "IN_MEMORY_LAYER": ("CHANNEL_LAYERS", lambda layers: (layers or {}).get("default", {}).get("BACKEND", "")
+                        .endswith("InMemoryChannelLayer")),
+}
+
+
+def _convert(name: str, value: Any) -> Any:
+    default = DEFAULTS[name]
+    try:
+        if isinstance(default, list):
+            items = value.split(",") if isinstance(value, str) else list(value)
+            return [str(item).strip() for item in items if str(item).strip()]
+        if isinstance(default, bool) or not isinstance(default, (int, float)):
+            return value
+        if isinstance(value, bool):
+            raise TypeError
+        return type(default)(value)
+    except (TypeError, ValueError):
+        kind = {list: "a list (comma-separated)", int: "a whole number", float: "a number"}[type(default)]
+        raise ImproperlyConfigured(f"{PREFIX}{name} must be {kind}; got {value!r}") from None
+
+
+class Settings:
+    """Attribute access to the settings in DEFAULTS (`conf.WS_HEARTBEAT_S`), cached until `reload()`.
+
+    `generation` counts the reloads, so what is built from settings (the executor) can tell it is stale.
+    """
+
+    generation = 0
+
+    def __getattr__(self, name: str) -> Any:
+        if name in DERIVED:
+            setting, derive = DERIVED[name]
+            value = derive(getattr(django_settings, setting, None))
+        elif name in DEFAULTS:
+            value = getattr(django_settings, PREFIX + name, None)
+            unset = value is None or (value == "" and not isinstance(DEFAULTS[name], list))
+            value = DEFAULTS[name] if unset else _convert(name, value)
+        else:
+            raise AttributeError(f"dag.conf has no setting {name!r}; settings are: {', '.join(DEFAULTS)}")
+        setattr(self, name, value)  # found on the instance from now on: __getattr__ is not called again
+        return value
+
+    def reload(self) -> None:
+        for name in (*DEFAULTS, *DERIVED):
+            self.__dict__.pop(name, None)
+        self.generation += 1
+
+
+conf = Settings()
+
+
+def _reload(setting: str, **kwargs) -> None:
+    if setting.startswith(PREFIX) or setting in {source for source, _ in DERIVED.values()}:
+        conf.reload()
+
+
+setting_changed.connect(_reload)

@@ -1,0 +1,45 @@
+"""dag.conf: the app's settings through one object, defaults in one place, reloaded when settings change."""
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from dag.conf import DEFAULTS, conf
+
+
+def test_an_unset_setting_is_its_default(settings):
+    settings.OPENPROGRAM_WS_HEARTBEAT_S = None
+    settings.OPENPROGRAM_EXECUTOR = ""
+    assert conf.WS_HEARTBEAT_S == DEFAULTS["WS_HEARTBEAT_S"] == 5.0
+    assert conf.EXECUTOR == "dag.runs.executors.InProcessExecutor"
+
+
+def test_text_from_the_environment_takes_the_defaults_type(settings):
+    settings.OPENPROGRAM_EXECUTOR_WORKERS = "3"
+    settings.OPENPROGRAM_BROADCAST_WINDOW_S = "0.5"
+    settings.OPENPROGRAM_FUNCTION_MODULES = "examples.functions, more.functions,"
+    assert (conf.EXECUTOR_WORKERS, conf.BROADCAST_WINDOW_S) == (3, 0.5)
+    assert conf.FUNCTION_MODULES == ["examples.functions", "more.functions"]
+
+
+def test_a_wrong_value_is_named(settings):
+    settings.OPENPROGRAM_MAX_ARGS_BYTES = "lots"
+    with pytest.raises(ImproperlyConfigured, match="OPENPROGRAM_MAX_ARGS_BYTES must be a whole number; got 'lots'"):
+        conf.MAX_ARGS_BYTES
+
+
+def test_a_changed_setting_is_read_again(settings):
+    settings.OPENPROGRAM_WS_HEARTBEAT_S = 1.5
+    assert conf.WS_HEARTBEAT_S == 1.5
+    settings.OPENPROGRAM_WS_HEARTBEAT_S = 2.5
+    assert conf.WS_HEARTBEAT_S == 2.5
+
+
+def test_the_channel_layer_kind_follows_channel_layers(settings):
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    assert conf.IN_MEMORY_LAYER is True
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer"}}
+    assert conf.IN_MEMORY_LAYER is False
+
+
+def test_an_unknown_name_lists_the_settings():
+    with pytest.raises(AttributeError, match="no setting 'HEARTBEAT'; settings are: FUNCTION_MODULES"):
+        conf.HEARTBEAT
