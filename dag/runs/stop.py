@@ -17,7 +17,7 @@ import threading
 import time
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Callable, Iterator, Optional
+from typing import Iterator, Optional
 
 from django.db import connection
 
@@ -42,33 +42,18 @@ class StopSignal:
         self.session_id = str(session_id)
         self.reason: Optional[str] = None  # STOPPED (by request) or SHUTDOWN (the process is exiting)
         self._event = threading.Event()
-        self._callbacks: list[Callable[[], None]] = []
         self._lock = threading.Lock()
 
     @property
     def is_set(self) -> bool:
         return self._event.is_set()
 
-    def on_stop(self, callback: Callable[[], None]) -> None:
-        """Call `callback` (e.g. close a model client, abandoning its request) when the run is stopped."""
-        with self._lock:
-            if not self._event.is_set():
-                self._callbacks.append(callback)
-                return
-        callback()
-
     def set(self, reason: str = STOPPED) -> None:
         with self._lock:
             if self._event.is_set():
                 return
-            self.reason = reason
+            self.reason = reason  # before the event: whoever sees it set reads the reason
             self._event.set()
-            callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
-            try:
-                callback()
-            except Exception:  # abandoning in-flight work is best effort; the hook still stops the run
-                log.exception("stop callback for session %s failed", self.session_id)
 
     def raise_if_set(self) -> None:
         if self._event.is_set():
@@ -87,10 +72,6 @@ def _stop_hook(event) -> None:
     signal = _current_signal.get()
     if signal is not None:
         signal.raise_if_set()
-
-
-def current_signal() -> Optional[StopSignal]:
-    return _current_signal.get()
 
 
 @contextmanager

@@ -205,16 +205,6 @@ def test_the_hook_stays_while_any_run_is_watched():
     assert stop._stop_hook not in installed_hooks()
 
 
-def test_stop_callbacks_run_once_even_when_registered_late():
-    calls = []
-    signal = stop.StopSignal("s")
-    signal.on_stop(lambda: calls.append("early"))
-    signal.set()
-    signal.set()
-    signal.on_stop(lambda: calls.append("late"))
-    assert calls == ["early", "late"]
-
-
 @pytest.mark.django_db
 def test_orphaned_sessions_are_interrupted_at_startup(user):
     running = Session.objects.create(owner=user, function="slow_count", status="running")
