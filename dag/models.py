@@ -55,6 +55,14 @@ class Session(models.Model):
     def is_terminal(self) -> bool:
         return self.status in self.TERMINAL
 
+    @property
+    def phase(self) -> str:
+        """The status as shown: `cancelling` between a stop request and the run's end, else the status.
+
+        Derived here only; pages, the API and the stream show it, and the browser reads it.
+        """
+        return "cancelling" if self.cancel_requested and not self.is_terminal else self.status
+
     def as_dict(self) -> dict:
         """The JSON shape of a session in the API, the websocket stream and exports."""
         return {
@@ -62,6 +70,7 @@ class Session(models.Model):
             "function": self.function,
             "args": self.args,
             "status": self.status,
+            "phase": self.phase,
             "result": self.result,
             "error": self.error,
             "cancel_requested": self.cancel_requested,

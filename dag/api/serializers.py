@@ -40,6 +40,8 @@ class SessionSerializer(AsDictSerializer):
     function = serializers.CharField()
     args = serializers.JSONField()
     status = serializers.ChoiceField(choices=Session.Status.values)
+    phase = serializers.CharField(help_text='The status as shown: "cancelling" between a stop request and the '
+                                            "run's end, else the status.")
     result = serializers.JSONField(allow_null=True)
     error = serializers.CharField(allow_blank=True)
     cancel_requested = serializers.BooleanField()

@@ -20,6 +20,8 @@ from ..models import Session
 from ..runs.launch_budget import describe
 
 SESSIONS_PER_PAGE = 50
+# For the pages' scripts (`data-terminal`), so the browser never keeps its own list.
+TERMINAL_STATUSES = sorted(str(value) for value in Session.TERMINAL)
 
 
 @login_required
@@ -38,12 +40,8 @@ def session_list(request):
     page = Paginator(shown.order_by("-created_at"), SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
     for session in page.object_list:
         session.duration_text = run_duration(session)
-        # Between a stop request and the run's end, as the live page and the list's script show it.
-        stopping = session.cancel_requested and not session.is_terminal
-        session.shown_status = "cancelling" if stopping else session.status
     return render(request, "sessions/list.html", {
-        "page": page, "filters": filters, "status": status,
-        "terminal": [str(value) for value in Session.TERMINAL]})
+        "page": page, "filters": filters, "status": status, "terminal": TERMINAL_STATUSES})
 
 
 def run_duration(session: Session) -> str:
@@ -68,5 +66,6 @@ def session_detail(request, session_id: uuid.UUID):
         "session": session,
         "launch_budget": describe(session.launch_budget),
         "ceiling": max_recursion_depth(),
+        "terminal": TERMINAL_STATUSES,
         "heartbeat_s": conf.WS_HEARTBEAT_S,
     })

@@ -28,7 +28,15 @@ export const STATUS_ICONS = {
   interrupted: "⚠", cancelling: "◌",
 };
 
-export const TERMINAL_SESSION = new Set(["completed", "error", "cancelled", "interrupted"]);
+/** The session statuses that are final, as the server lists them in the page (`data-terminal`). */
+export function terminalStatuses(element) {
+  return new Set((element?.dataset.terminal || "").split(",").filter(Boolean));
+}
+
+/** A call a delegation budget refused: the server says what refused it in `refusal` ("budget:llm_calls"). */
+export function refusedByBudget(node) {
+  return node.status === "refused" && (node.refusal || "").startsWith("budget:");
+}
 
 export function formatDuration(ms) {
   if (ms === null || ms === undefined) return "";

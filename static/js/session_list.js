@@ -1,20 +1,22 @@
-// Stop buttons on the session list: request the stop, show `cancelling`, then poll until the run ends.
+// Stop buttons on the session list: request the stop, show the phase the server answers (`cancelling`),
+// then poll until the run ends.
 
 import {getJson, stopSession} from "./api.js";
+import {terminalStatuses} from "./dom.js";
 
 const table = document.querySelector("table.sessions");
-const terminal = new Set((table?.dataset.terminal || "").split(","));
+const terminal = terminalStatuses(table);
 const POLL_MS = 500;
 
-function showStatus(row, session, stopped) {
+/** Show the session's phase in its row; true once the session has ended. */
+function showStatus(row, session) {
   const badge = row.querySelector("[data-role=status]");
-  const status = terminal.has(session.status) ? session.status : (stopped || session.cancel_requested ? "cancelling" : session.status);
-  badge.className = `badge status-${status}`;
-  badge.textContent = status;
+  badge.className = `badge status-${session.phase}`;
+  badge.textContent = session.phase;
   row.dataset.status = session.status;
   const button = row.querySelector("[data-role=stop]");
   if (button) {
-    button.disabled = status === "cancelling";
+    button.disabled = session.phase === "cancelling";
     button.hidden = terminal.has(session.status);
   }
   return terminal.has(session.status);
@@ -25,7 +27,7 @@ async function followUntilEnded(row) {
   for (;;) {
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     try {
-      if (showStatus(row, await getJson(url), true)) return;
+      if (showStatus(row, await getJson(url))) return;
     } catch {
       return; // logged out or gone; the next page load shows the truth
     }
@@ -49,14 +51,12 @@ table?.addEventListener("click", async (event) => {
   const button = event.target.closest("[data-role=stop]");
   if (!button) return;
   const row = button.closest("tr");
-  button.disabled = true;
+  button.disabled = true; // until the server answers
   showStopError(row, "");
-  showStatus(row, {status: row.dataset.status, cancel_requested: true}, true);
   try {
-    if (!showStatus(row, await stopSession(button.dataset.stopUrl), true)) await followUntilEnded(row);
+    if (!showStatus(row, await stopSession(button.dataset.stopUrl))) await followUntilEnded(row);
   } catch (error) {
     button.disabled = false;
-    showStatus(row, {status: row.dataset.status, cancel_requested: false}, false);
     showStopError(row, `Stop failed: ${error.message}`);
   }
 });

@@ -1,7 +1,7 @@
 // The live session page: wires the stream to the tree model, the windowed tree, the gauge, the header
 // and the details panel. Changes are applied to the model as they arrive and drawn once per frame.
 
-import {TERMINAL_SESSION} from "./dom.js";
+import {terminalStatuses} from "./dom.js";
 import {renderDetails} from "./live/details.js";
 import {depthStats, renderGauge} from "./live/gauge.js";
 import {SessionHeader} from "./live/header.js";
@@ -11,10 +11,11 @@ import {TreeView} from "./live/tree_view.js";
 
 const root = document.getElementById("session-page");
 const ceiling = Number(root.dataset.ceiling);
+const terminal = terminalStatuses(root);
 const find = (role) => root.querySelector(`[data-role=${role}]`);
 
 const model = new TreeModel();
-const header = new SessionHeader(root, root.dataset.stopUrl);
+const header = new SessionHeader(root, root.dataset.stopUrl, terminal);
 const followBox = find("follow");
 const chip = find("new-chip");
 const detailsPanel = find("details");
@@ -97,7 +98,7 @@ const stream = new SessionStream(root.dataset.wsPath, {
       Object.assign(model, keep); // a full resync keeps what the user opened and closed
     }
     // Opening a finished run starts at the top; a running one (or a catch-up) follows its newest node.
-    state.snapshotFollows = !(TERMINAL_SESSION.has(message.session.status) && message.since_rev === null);
+    state.snapshotFollows = !(terminal.has(message.session.status) && message.since_rev === null);
     for (const node of message.nodes) applyNode(node, state.snapshotFollows);
     header.update(message.session);
     if (state.selectedId !== null) state.detailsDirty = true;
@@ -126,7 +127,7 @@ find("collapse-all").addEventListener("click", () => { model.collapseAll(); setF
 window.addEventListener("resize", schedule);
 // Running durations tick; the rows' signatures change once a second, so only those rows redraw.
 setInterval(() => {
-  if (header.session && !TERMINAL_SESSION.has(header.session.status)) {
+  if (header.session && !terminal.has(header.session.status)) {
     header.render();
     schedule();
   }

@@ -191,9 +191,10 @@ def test_a_budget_breach_is_marked_on_the_node_and_in_the_gauge(page, user):
                            budget_spend={"depth": 2, "llm_calls": 3, "tokens": 1200, "elapsed_s": 0.4})
     entry = Node.objects.create(session=session, seq=0, kind="code", name="research_agent", status="error",
                                 depth=1, name_depth=1, input={"topic": "t"}, rev=3)
+    # What refused it is read from `refusal`, never guessed from the error's words (here in French).
     Node.objects.create(session=session, seq=1, parent=entry, kind="code", name="wiki_agent", status="refused",
-                        depth=2, name_depth=1, input={"question": "q"}, rev=2,
-                        error="BudgetExceeded: max_llm_calls 3 reached at research_agent > wiki_agent")
+                        depth=2, name_depth=1, input={"question": "q"}, rev=2, refusal="budget:llm_calls",
+                        error="Plafond atteint : 3 appels au modèle")
     page.goto(f"/sessions/{session.id}/")
     breach = rows(page, ".budget-breach")
     expect(breach.locator(".name")).to_have_text("wiki_agent")

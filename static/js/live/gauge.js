@@ -1,7 +1,7 @@
 // The recursion gauge: the deepest nesting so far and, for the function nearest the per-name ceiling,
 // its nesting against that ceiling; refused calls and budget breaches are counted and linked.
 
-import {clear, el} from "../dom.js";
+import {clear, el, refusedByBudget} from "../dom.js";
 
 /** Depth figures of the nodes so far (one pass; cheap next to a frame's layout). */
 export function depthStats(nodes) {
@@ -9,7 +9,7 @@ export function depthStats(nodes) {
   for (const node of nodes.values()) {
     if (node.kind !== "code") continue;
     if (node.status === "refused") {
-      (/budget/i.test(node.error) ? stats.budget : stats.refused).push(node);
+      (refusedByBudget(node) ? stats.budget : stats.refused).push(node);
       continue; // a refused call never ran: its would-be nesting is not a reached depth
     }
     if (node.depth > stats.deepest) stats.deepest = node.depth;

@@ -1,8 +1,8 @@
-// The session header: status (with `cancelling` between a stop request and the run's end), timing,
-// the stop button, the budget and its spend, and the run's outcome.
+// The session header: its phase (the status, or `cancelling` between a stop request and the run's end,
+// as the server reports it), timing, the stop button, the budget and its spend, and the run's outcome.
 
 import {stopSession} from "../api.js";
-import {clear, el, elapsedMs, formatDuration, formatTime, pretty, TERMINAL_SESSION} from "../dom.js";
+import {clear, el, elapsedMs, formatDuration, formatTime, pretty} from "../dom.js";
 
 // The limit each spend figure is measured against (runtime.budget's snapshot shape).
 const BUDGET_DIMENSIONS = [
@@ -10,13 +10,9 @@ const BUDGET_DIMENSIONS = [
   ["tokens", "max_tokens", "tokens"], ["elapsed_s", "timeout_s", "seconds"],
 ];
 
-export function displayStatus(session, stopPressed) {
-  if (TERMINAL_SESSION.has(session.status)) return session.status;
-  return session.cancel_requested || stopPressed ? "cancelling" : session.status;
-}
-
 export class SessionHeader {
-  constructor(root, stopUrl) {
+  constructor(root, stopUrl, terminal) {
+    this.terminal = terminal;
     this.status = root.querySelector("[data-role=session-status]");
     this.meta = root.querySelector("[data-role=session-meta]");
     this.stopButton = root.querySelector("[data-role=stop]");
@@ -24,19 +20,20 @@ export class SessionHeader {
     this.outcome = root.querySelector("[data-role=outcome]");
     this.connection = root.querySelector("[data-role=connection]");
     this.session = null;
-    this.stopPressed = false;
+    this.stopPending = false; // the stop request is on its way: the button waits for the answer
     this.stopButton.addEventListener("click", () => this.stop(stopUrl));
   }
 
   async stop(stopUrl) {
-    this.stopPressed = true;
+    this.stopPending = true;
     if (this.outcome.dataset.stopFailed) this.outcome.hidden = true; // a retry replaces the old failure
     this.render();
     try {
       const session = await stopSession(stopUrl);
-      if (!this.session || session.rev >= this.session.rev) this.update(session);
+      this.stopPending = false;
+      this.update(session);
     } catch (error) {
-      this.stopPressed = false;
+      this.stopPending = false;
       this.render();
       this.showOutcome(`Stop failed: ${error.message}`, "error");
       this.outcome.dataset.stopFailed = "true";
@@ -62,13 +59,13 @@ export class SessionHeader {
   render() {
     const session = this.session;
     if (!session) return;
-    const status = displayStatus(session, this.stopPressed);
-    this.status.className = `badge status-${status}`;
-    this.status.textContent = status;
-    const terminal = TERMINAL_SESSION.has(session.status);
+    const phase = session.phase;
+    this.status.className = `badge status-${phase}`;
+    this.status.textContent = phase;
+    const terminal = this.terminal.has(session.status);
     this.stopButton.hidden = terminal;
-    this.stopButton.disabled = status === "cancelling";
-    this.stopButton.textContent = status === "cancelling" ? "Cancelling…" : "Stop";
+    this.stopButton.disabled = this.stopPending || phase === "cancelling";
+    this.stopButton.textContent = phase === "cancelling" ? "Cancelling…" : this.stopPending ? "Stopping…" : "Stop";
     const parts = [`started ${formatTime(session.started_at || session.created_at)}`];
     const duration = elapsedMs(session.started_at, session.finished_at);
     if (duration !== null) parts.push(terminal ? `took ${formatDuration(duration)}` : `running for ${formatDuration(duration)}`);

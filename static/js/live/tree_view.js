@@ -1,7 +1,7 @@
 // Windowed rendering of the tree: only the rows in (or near) the viewport exist in the DOM, each
 // redrawn only when what it shows changed. Ten thousand nodes cost the same to draw as fifty.
 
-import {el, elapsedMs, formatDuration, formatTokens, preview, STATUS_ICONS} from "../dom.js";
+import {el, elapsedMs, formatDuration, formatTokens, preview, refusedByBudget, STATUS_ICONS} from "../dom.js";
 
 export const ROW_HEIGHT = 28;
 const OVERSCAN = 12;
@@ -100,7 +100,7 @@ export class TreeView {
     const classes = ["row", `status-${node.status}`, `kind-${node.kind}`];
     if (node.id === this.selectedId) classes.push("is-selected");
     if (atCeiling) classes.push("at-ceiling");
-    if (node.status === "refused" && /budget/i.test(node.error)) classes.push("budget-breach");
+    if (refusedByBudget(node)) classes.push("budget-breach");
     return el("div", {
       class: classes.join(" "), style, id: `tree-row-${row.key}`, role: "treeitem", "aria-level": row.level + 1,
       "aria-selected": node.id === this.selectedId ? "true" : "false",
@@ -112,7 +112,7 @@ export class TreeView {
     el("span", {class: "name", text: node.name}),
     el("span", {class: "args", text: node.kind === "llm" ? llmPreview(node) : preview(node.input)}),
     el("span", {class: "meta"},
-      node.status === "refused" ? el("span", {class: "flag flag-refused", text: /budget/i.test(node.error) ? "budget" : "refused"}) : null,
+      node.status === "refused" ? el("span", {class: "flag flag-refused", text: refusedByBudget(node) ? "budget" : "refused"}) : null,
       node.kind === "code" ? depthBadge(node, ceiling, atCeiling) : null,
       el("span", {class: "tokens", text: formatTokens(node.usage)}),
       el("span", {class: "duration", text: formatDuration(duration)})));

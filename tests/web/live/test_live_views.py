@@ -86,6 +86,8 @@ def test_session_page_carries_what_the_live_view_needs(client_user, user):
     assert f'data-ws-path="/ws/sessions/{session.id}/"' in html
     assert f'data-stop-url="/api/sessions/{session.id}/stop/"' in html
     assert 'data-ceiling="5"' in html
+    # The statuses that end a run, from the server: the page's script keeps no list of its own.
+    assert 'data-terminal="cancelled,completed,error,interrupted"' in html
     assert 'type="module"' in html and "js/session_page.js" in html
     assert f"/functions/runaway_agent/?from={session.id}" in html  # run again
 

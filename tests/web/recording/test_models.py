@@ -14,7 +14,7 @@ from ..dag_helpers import new_session
 
 pytestmark = pytest.mark.django_db
 
-SESSION_KEYS = {"id", "function", "args", "status", "result", "error", "cancel_requested", "budget",
+SESSION_KEYS = {"id", "function", "args", "status", "phase", "result", "error", "cancel_requested", "budget",
                 "budget_spend", "launch_budget", "model", "rev", "node_count", "created_at", "started_at",
                 "finished_at"}
 NODE_KEYS = {"id", "seq", "parent", "kind", "name", "status", "depth", "name_depth", "expose", "render_range",
@@ -41,6 +41,12 @@ def test_as_dict_shapes_are_the_ones_the_api_and_stream_use():
     assert set(session.as_dict()) == SESSION_KEYS
     assert set(node.as_dict()) == NODE_KEYS
     assert session.as_dict()["id"] == str(session.id) and session.as_dict()["args"] == {"topic": "cats"}
+
+
+def test_the_phase_is_cancelling_only_between_a_stop_request_and_the_end():
+    assert [Session(status=status, cancel_requested=asked).as_dict()["phase"]
+            for status, asked in [("queued", False), ("running", True), ("cancelled", True), ("completed", True)]
+            ] == ["queued", "cancelling", "cancelled", "completed"]
 
 
 def test_duration_is_known_once_a_node_has_finished():
