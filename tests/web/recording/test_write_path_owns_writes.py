@@ -22,6 +22,9 @@ TABLES = re.compile(r"\bdag_(session|node)\b")
 # Raw SQL allowed here: the benchmark's plain-sqlite3 baseline writes the same tables without Django,
 # in a throwaway database, as the figure the recorder is measured against.
 SQL_BASELINES = frozenset({"bench/bench_recorder.py"})
+# Writes allowed here, each for a reason: the peers benchmark also measures older checkouts of this
+# project, which have no write path, and falls back to the ORM for them.
+OLD_CHECKOUT_FALLBACKS = {"bench/peers/project_side.py": ["Session.objects.create(owner=owner, **fields)"]}
 
 
 def python_files(root: Path):
@@ -69,7 +72,8 @@ def test_no_module_outside_the_write_path_writes_sessions_or_nodes():
         if WRITE_PATH in path.parents:
             continue
         name = path.relative_to(ROOT).as_posix()
-        found = writes_in(path.read_text(), sql=name not in SQL_BASELINES)
+        found = [write for write in writes_in(path.read_text(), sql=name not in SQL_BASELINES)
+                 if write.split(": ", 1)[1] not in OLD_CHECKOUT_FALLBACKS.get(name, [])]
         if found:
             offenders[name] = found
     assert offenders == {}, ("Session and Node rows are written only by dag.recording.write_path "
