@@ -164,7 +164,12 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
+    # Proxies in front of the server: the client address the throttles count is the one this many hops
+    # back in X-Forwarded-For; 0 (the default) ignores that header, which any client can write.
+    "NUM_PROXIES": int(os.environ.get("OPENPROGRAM_NUM_PROXIES", "0")),
 }
+# Password checks (the login page and POST /api/token/ together) per client address, e.g. "10/min".
+OPENPROGRAM_LOGIN_RATE = os.environ.get("OPENPROGRAM_LOGIN_RATE", "10/min")
 SPECTACULAR_SETTINGS = {
     "TITLE": "OpenProgram Web API",
     "DESCRIPTION": "Launch agentic functions, read their call DAG, and stop runs.",

@@ -7,7 +7,7 @@ urlpatterns = [
     # Browsers ask for /favicon.ico on pages that name no icon (the admin, the API docs).
     path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
     path("admin/", admin.site.urls),
-    path("accounts/", include("django.contrib.auth.urls")),
+    path("accounts/", include("dag.accounts.urls")),
     path("api/", include("dag.api.urls")),
     path("", include("dag.urls")),
 ]

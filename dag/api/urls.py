@@ -9,6 +9,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
 from rest_framework.routers import SimpleRouter
 
+from ..accounts.throttles import LoginRateThrottle
 from .parsers import JSONParser
 from .views import FunctionViewSet, ModelViewSet, SessionViewSet
 
@@ -26,11 +27,13 @@ class TokenView(ObtainAuthToken):
 
     renderer_classes = [JSONRenderer]
     parser_classes = [FormParser, MultiPartParser, JSONParser]  # ObtainAuthToken's, with our JSONParser
+    throttle_classes = [LoginRateThrottle]  # shared with the login page
 
     @extend_schema(responses={
         200: inline_serializer("Token", {"token": serializers.CharField()}),
         400: inline_serializer("TokenError", {"non_field_errors": serializers.ListField(
             child=serializers.CharField(), required=False, help_text="e.g. wrong username or password")}),
+        429: inline_serializer("TokenThrottled", {"detail": serializers.CharField()}),
     })
     def post(self, request, *args, **kwargs):
         return super().post(request, *args, **kwargs)

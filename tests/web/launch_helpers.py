@@ -95,6 +95,16 @@ def fast_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def fresh_throttles():
+    """Each test starts with no password attempts counted (the throttles keep them in Django's cache)."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
 @pytest.fixture
 def user(db, fast_hashing):
     return get_user_model().objects.create_user("alice", password="alice-password-1")

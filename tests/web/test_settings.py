@@ -28,3 +28,15 @@ def test_a_new_var_directory_is_private_to_its_owner(tmp_path):
 def test_an_empty_database_url_means_the_embedded_default(tmp_path):
     engine, _ = load_settings(tmp_path, DATABASE_URL="", OPENPROGRAM_VAR_DIR=str(tmp_path / "var"))
     assert engine == "django.db.backends.sqlite3"
+
+
+def test_every_setting_read_from_the_environment_is_in_the_readme_table():
+    import re
+
+    source = (ROOT / "openprogram_web" / "settings.py").read_text()
+    read = set(re.findall(r"""(?:environ\.get|environ\[|env_bool|env_list|env_int)\(?\s*["']([A-Z][A-Z0-9_]+)["']""",
+                          source))
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("| variable | default | meaning |", 1)[1].split("\n\n", 1)[0]
+    listed = set(re.findall(r"`([A-Z][A-Z0-9_]+)`", table))
+    assert read and read <= listed, f"missing from the README's configuration table: {sorted(read - listed)}"

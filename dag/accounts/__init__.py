@@ -1,0 +1,1 @@
+"""Accounts: the login page and API tokens, and the throttle in front of every password check."""

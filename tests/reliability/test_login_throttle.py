@@ -1,0 +1,78 @@
+"""Item 2: password checks are throttled per client address, on the login page and POST /api/token/ alike.
+
+The window is driven by the throttle's clock, never by sleeping.
+"""
+import pytest
+from django.test import Client
+from rest_framework.test import APIClient
+
+from dag.accounts.throttles import LoginRateThrottle
+
+pytestmark = pytest.mark.django_db
+
+WRONG = {"username": "alice", "password": "wrong"}
+RIGHT = {"username": "alice", "password": "alice-password-1"}
+
+
+@pytest.fixture(autouse=True)
+def three_a_minute(settings):
+    settings.OPENPROGRAM_LOGIN_RATE = "3/min"
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    now = [1_000_000.0]
+    monkeypatch.setattr(LoginRateThrottle, "timer", lambda self: now[0])
+    return now
+
+
+def test_the_login_page_refuses_the_right_password_after_too_many_attempts(user, clock):
+    client = Client()
+    for _ in range(3):
+        assert client.post("/accounts/login/", WRONG).status_code == 200
+    refused = client.post("/accounts/login/", {**RIGHT, "next": "/"})
+    assert refused.status_code == 429
+    assert int(refused["Retry-After"]) == 60
+    assert b"Too many login attempts" in refused.content
+    assert client.get("/").status_code == 302  # not logged in
+
+    clock[0] += 61  # the window has passed
+    assert client.post("/accounts/login/", {**RIGHT, "next": "/"}).status_code == 302
+
+
+def test_the_token_endpoint_is_throttled_with_retry_after(user, clock):
+    client = APIClient()
+    for _ in range(3):
+        assert client.post("/api/token/", WRONG, format="json").status_code == 400
+    refused = client.post("/api/token/", RIGHT, format="json")
+    assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+    assert "throttled" in refused.json()["detail"].lower()
+
+
+def test_both_doors_share_one_count(user, clock):
+    Client().post("/accounts/login/", WRONG)
+    Client().post("/accounts/login/", WRONG)
+    APIClient().post("/api/token/", WRONG, format="json")
+    assert APIClient().post("/api/token/", RIGHT, format="json").status_code == 429
+    assert Client().post("/accounts/login/", RIGHT).status_code == 429
+
+
+def test_a_forged_forwarded_for_header_does_not_reset_the_count(user, clock):
+    client = Client()
+    for index in range(3):
+        client.post("/accounts/login/", WRONG, HTTP_X_FORWARDED_FOR=f"10.0.0.{index}")
+    assert client.post("/accounts/login/", RIGHT, HTTP_X_FORWARDED_FOR="10.0.0.99").status_code == 429
+
+
+def test_viewing_the_login_page_is_not_counted(user, clock):
+    client = Client()
+    for _ in range(10):
+        assert client.get("/accounts/login/").status_code == 200
+    assert client.post("/accounts/login/", {**RIGHT, "next": "/"}).status_code == 302
+
+
+def test_the_throttle_can_be_turned_off(settings, user, clock):
+    settings.OPENPROGRAM_LOGIN_RATE = "off"
+    client = Client()
+    for _ in range(5):
+        assert client.post("/accounts/login/", WRONG).status_code == 200
