@@ -39,10 +39,10 @@ def prepare_database(directory: Path):
     django.setup()
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
-    from rest_framework.authtoken.models import Token
+    from knox.models import AuthToken
     call_command("migrate", verbosity=0)
     user = get_user_model().objects.create_user("bench", password="bench-password-1")
-    return user, Token.objects.create(user=user).key
+    return user, AuthToken.objects.create(user=user)[1]
 
 
 def launch(server_url: str, token: str) -> str:

@@ -6,6 +6,7 @@ at Redis to scale out.
 """
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -60,7 +61,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "rest_framework",
-    "rest_framework.authtoken",
+    "knox",  # API tokens, stored hashed
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI served from here, not a CDN (works offline)
     "dag",
@@ -134,6 +135,7 @@ else:
 # --- auth -------------------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "dag.accounts.tokens.RevokeTokensOnPasswordChange"},  # a new password revokes the API tokens
 ]
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
@@ -156,7 +158,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 1_000_000  # launch arguments are small; refuse me
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "knox.auth.TokenAuthentication",  # `Authorization: Token <key>`
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -167,6 +169,12 @@ REST_FRAMEWORK = {
     # Proxies in front of the server: the client address the throttles count is the one this many hops
     # back in X-Forwarded-For; 0 (the default) ignores that header, which any client can write.
     "NUM_PROXIES": int(os.environ.get("OPENPROGRAM_NUM_PROXIES", "0")),
+}
+# API tokens (django-rest-knox: stored hashed) stop working this many days after they are issued; 0: never.
+OPENPROGRAM_API_TOKEN_DAYS = float(os.environ.get("OPENPROGRAM_API_TOKEN_DAYS", "90"))
+REST_KNOX = {
+    "TOKEN_TTL": timedelta(days=OPENPROGRAM_API_TOKEN_DAYS) if OPENPROGRAM_API_TOKEN_DAYS else None,
+    "AUTH_HEADER_PREFIX": "Token",
 }
 # Password checks (the login page and POST /api/token/ together) per client address, e.g. "10/min".
 OPENPROGRAM_LOGIN_RATE = os.environ.get("OPENPROGRAM_LOGIN_RATE", "10/min")

@@ -1,8 +1,15 @@
-"""The login page, behind the password-attempt throttle."""
+"""The login page, behind the password-attempt throttle, and the API token page."""
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponseBadRequest
+from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_http_methods
 
+from . import tokens
 from .throttles import login_wait
 
 
@@ -18,3 +25,22 @@ class LoginView(auth_views.LoginView):
         response = self.render_to_response(self.get_context_data(form=form, retry_after=wait), status=429)
         response["Retry-After"] = str(wait)
         return response
+
+
+@login_required
+@never_cache  # the page shows a new key once; no cache may keep it
+@require_http_methods(["GET", "POST"])
+def api_tokens(request):
+    """The user's API tokens: when each was issued and expires, a new one (revoking the rest), or none."""
+    new_key = None
+    if request.method == "POST":
+        action = request.POST.get("action")
+        if action == "rotate":
+            _, new_key = tokens.rotate(request.user, None)
+        elif action == "revoke":
+            count = tokens.revoke_all(request.user)
+            messages.success(request, f"Revoked {count} token{'s' if count != 1 else ''}.")
+            return redirect("api-tokens")
+        else:
+            return HttpResponseBadRequest("action must be 'rotate' or 'revoke'")
+    return render(request, "accounts/tokens.html", {"tokens": tokens.active(request.user), "new_key": new_key})

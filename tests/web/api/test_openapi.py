@@ -20,7 +20,7 @@ def test_spectacular_validates_with_no_warnings(tmp_path):
     nodes = schema["paths"]["/api/sessions/{id}/nodes/"]["get"]
     assert [p["name"] for p in nodes["parameters"] if p["in"] == "query"] == ["since_rev"]
     assert set(schema["paths"]["/api/sessions/"]["post"]["responses"]) == {"201", "400"}
-    assert "tokenAuth" in schema["components"]["securitySchemes"]
+    assert "knoxApiToken" in schema["components"]["securitySchemes"]  # `Authorization: Token <key>`
 
 
 @pytest.mark.django_db
