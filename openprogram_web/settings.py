@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("OPENPROGRAM_VAR_DIR") or BASE_DIR / "var")
@@ -152,6 +153,30 @@ CONTENT_SECURITY_POLICY = (
     "frame-ancestors 'none'"
 )
 SECURE_CONTENT_TYPE_NOSNIFF = True
+
+# --- HTTPS ------------------------------------------------------------------------------------
+# HTTPS=1: the site is reached over HTTPS only, directly or through a TLS proxy. Cookies then travel over
+# HTTPS only, browsers are told to use nothing else (HSTS), and a plain-HTTP request is redirected.
+HTTPS = env_bool("HTTPS", False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
+SECURE_HSTS_SECONDS = int(os.environ.get("OPENPROGRAM_HSTS_SECONDS", "31536000")) if HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("OPENPROGRAM_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_SSL_REDIRECT = HTTPS and env_bool("OPENPROGRAM_SSL_REDIRECT", True)
+
+
+def proxy_ssl_header(name: str) -> tuple[str, str] | None:
+    """The header a TLS proxy sets on requests that came over HTTPS, "X-Forwarded-Proto: https", as Django
+    wants it: ("HTTP_X_FORWARDED_PROTO", "https"). Only for a proxy that always sets (or strips) it."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return None
+    header, sep, expected = value.partition(":")
+    if not sep or not header.strip() or not expected.strip():
+        raise ImproperlyConfigured(f"{name}={value!r} must look like 'X-Forwarded-Proto: https'")
+    return "HTTP_" + header.strip().upper().replace("-", "_"), expected.strip()
+
+
+SECURE_PROXY_SSL_HEADER = proxy_ssl_header("OPENPROGRAM_PROXY_SSL_HEADER")
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1_000_000  # launch arguments are small; refuse megabyte bodies
 
 # --- REST API ---------------------------------------------------------------------------------
