@@ -13,21 +13,32 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from django.core.exceptions import SuspiciousFileOperation  # noqa: E402
+from django.core.handlers.exception import response_for_exception  # noqa: E402
 from django.http import Http404  # noqa: E402
 
 from dag.routing import websocket_urlpatterns  # noqa: E402
+from openprogram_web.security import with_security_headers  # noqa: E402
 from openprogram_web.websocket_origin import SameOriginValidator  # noqa: E402
 
 
 class StaticFilesHandler(ASGIStaticFilesHandler):
-    """Static files; a path that climbs out of the static directories (`/static/%2e%2e/manage.py`) is
-    simply not found, instead of the SuspiciousFileOperation that Django's handler lets become a 500."""
+    """Static files, with the security headers pages get (CSP, nosniff, X-Frame-Options, and the HTTPS
+    redirect), their 404s included; a path that climbs out of the static directories
+    (`/static/%2e%2e/manage.py`) is simply not found, instead of the SuspiciousFileOperation that Django's
+    handler lets become a 500."""
+
+    def __init__(self, application):
+        super().__init__(application)
+        self.secured = with_security_headers(self.serve_file)
 
     def serve(self, request):
+        return self.secured(request)
+
+    def serve_file(self, request):
         try:
             return super().serve(request)
-        except SuspiciousFileOperation:
-            raise Http404("no such static file") from None
+        except (Http404, SuspiciousFileOperation):
+            return response_for_exception(request, Http404("no such static file"))
 
 
 application = ProtocolTypeRouter({

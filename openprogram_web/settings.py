@@ -146,10 +146,10 @@ CSRF_COOKIE_HTTPONLY = False  # the tree page's stop button reads it for fetch()
 X_FRAME_OPTIONS = "DENY"
 # Pages load scripts and styles from this origin only; page and model text can never run as script even
 # if a template or a script ever inserted it as HTML. Inline style attributes stay allowed: the live tree
-# indents rows with them.
+# indents rows with them. `{websocket}` becomes the request's own websocket origin (ws://host:port).
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-    "connect-src 'self' ws: wss:; object-src 'none'; base-uri 'self'; form-action 'self'; "
+    "connect-src 'self' {websocket}; object-src 'none'; base-uri 'self'; form-action 'self'; "
     "frame-ancestors 'none'"
 )
 SECURE_CONTENT_TYPE_NOSNIFF = True
