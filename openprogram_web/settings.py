@@ -138,6 +138,8 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "dag.accounts.tokens.RevokeTokensOnPasswordChange"},  # a new password revokes the API tokens
 ]
+# No mail leaves this server (there is no password reset): anything that tries to send one is an error.
+EMAIL_BACKEND = "openprogram_web.mail.RefusingEmailBackend"
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
