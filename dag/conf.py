@@ -26,6 +26,10 @@ DEFAULTS: dict[str, Any] = {
     "EXECUTOR_WORKERS": 8,
     # Largest launch-argument payload accepted, in bytes of JSON.
     "MAX_ARGS_BYTES": 100_000,
+    # Per user (0: no limit): sessions queued or running at once, and about how many bytes of arguments,
+    # results and node data their sessions may hold before a launch is refused (dag.runs.quotas).
+    "MAX_ACTIVE_RUNS_PER_USER": 4,
+    "MAX_STORED_BYTES_PER_USER": 200_000_000,
     # Seconds between websocket heartbeats (each also repairs a lost last message from the database).
     "WS_HEARTBEAT_S": 5.0,
     # The window in which a burst of DAG changes is coalesced into one channel-layer message, seconds.

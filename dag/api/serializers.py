@@ -126,6 +126,11 @@ class LaunchErrorSerializer(serializers.Serializer):
     model = serializers.ListField(child=serializers.CharField(), required=False)
 
 
+class LaunchLimitedSerializer(serializers.Serializer):
+    detail = serializers.CharField(help_text="The per-user limit the launch is over (queued or running sessions, "
+                                             "or stored data), and the setting that sets it.")
+
+
 class SinceRevErrorSerializer(serializers.Serializer):
     since_rev = serializers.ListField(child=serializers.CharField())
 

@@ -17,10 +17,10 @@ from ..conf import conf
 from ..models import Session
 from ..recording.export import export_session
 from ..runs import catalog, lifecycle
-from ..runs.launch import LaunchRejected, launch
+from ..runs.launch import LaunchLimited, LaunchRejected, launch
 from ..runs.model_choice import available_models
-from .serializers import (ExportSerializer, FunctionSerializer, LaunchErrorSerializer, LaunchSerializer,
-                          ModelChoiceSerializer, NodeSerializer, NotFoundSerializer, PageSizeErrorSerializer,
+from .serializers import (ExportSerializer, FunctionSerializer, LaunchErrorSerializer, LaunchLimitedSerializer,
+                          LaunchSerializer, ModelChoiceSerializer, NodeSerializer, NotFoundSerializer, PageSizeErrorSerializer,
                           SessionSerializer, SinceRevErrorSerializer)
 
 
@@ -96,7 +96,8 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     def get_queryset(self):
         return Session.objects.filter(owner=self.request.user).order_by("-created_at")
 
-    @extend_schema(request=LaunchSerializer, responses={201: SessionSerializer, 400: LaunchErrorSerializer})
+    @extend_schema(request=LaunchSerializer, responses={201: SessionSerializer, 400: LaunchErrorSerializer,
+                                                        429: LaunchLimitedSerializer})
     def create(self, request):
         try:
             data = request.data
@@ -109,6 +110,8 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         try:
             session = launch(request.user, shape.validated_data["function"], shape.validated_data["args"],
                              shape.validated_data["budget"], shape.validated_data["model"])
+        except LaunchLimited as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS)
         except LaunchRejected as exc:
             return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
         return Response(session.as_dict(), status=status.HTTP_201_CREATED)

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_http_methods
 
 from ..models import Session
 from ..runs import catalog
-from ..runs.launch import LaunchRejected, launch
+from ..runs.launch import LaunchLimited, LaunchRejected, launch
 from .launch_options import LaunchOptionsForm
 from .forms import LaunchForm
 
@@ -33,16 +33,19 @@ def function_form(request, name: str):
         raise Http404(str(exc)) from None
     again = None
     if request.method == "POST":
+        status = 400
         form = LaunchForm(entry.tool, data=request.POST)
         options = LaunchOptionsForm(data=request.POST)
         if all([form.is_valid(), options.is_valid()]):  # both checked: every error shown at once
             try:
                 session = launch(request.user, entry.name, form.args, options.budget, options.model)
+            except LaunchLimited as exc:
+                form.add_error(None, str(exc))
+                status = 429
             except LaunchRejected as exc:  # the catalog changed between validation and launch
                 form.add_error(None, str(exc))
             else:
                 return redirect(session_page_url(session))
-        status = 400
     else:
         again = _run_again_session(request, entry.name)
         form = LaunchForm(entry.tool, initial_args=again.args if again and isinstance(again.args, dict) else None)

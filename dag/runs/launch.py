@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 
+from django.db import transaction
+
 from runtime.spec import argument_errors
 
 from ..conf import conf
 from ..models import Session
 from ..recording import write_path
-from . import catalog
+from . import catalog, quotas
 from .executors import get_executor
 from .launch_budget import BudgetProblem, clean_budget
 from .model_choice import ModelProblem, clean_model, configured_model
@@ -27,6 +29,17 @@ class LaunchRejected(ValueError):
     def __init__(self, errors: dict):
         self.errors = errors
         super().__init__(json.dumps(errors))
+
+
+class LaunchLimited(LaunchRejected):
+    """The launch is right but its owner is over a per-user limit (see `quotas`); the API answers 429."""
+
+    def __init__(self, message: str):
+        super().__init__({"limit": [message]})
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
 
 
 def size_problem(args) -> str | None:
@@ -107,7 +120,8 @@ def argument_problems(tool, args) -> dict[str, list[str]]:
 
 def create_session(owner, function: str, args, budget: dict | None = None, model: str | None = None) -> Session:
     """A queued session for `function(**args)` owned by `owner`, run under `budget` (see `launch_budget`)
-    on `model` (see `model_choice`; None: the server's), or LaunchRejected saying what is wrong."""
+    on `model` (see `model_choice`; None: the server's), or LaunchRejected saying what is wrong
+    (LaunchLimited when `owner` is over a per-user limit)."""
     if not isinstance(function, str) or not function:
         raise LaunchRejected({"function": ["give the name of a function to run"]})
     try:
@@ -126,7 +140,12 @@ def create_session(owner, function: str, args, budget: dict | None = None, model
         model = clean_model(model) or configured_model()
     except ModelProblem as exc:
         raise LaunchRejected({"model": [str(exc)]}) from None
-    return write_path.queue_session(owner, function=function, args=args, model=model, launch_budget=budget)
+    with transaction.atomic():
+        quotas.lock_user(owner)
+        limited = quotas.active_runs_problem(owner) or quotas.storage_problem(owner)
+        if limited:
+            raise LaunchLimited(limited)
+        return write_path.queue_session(owner, function=function, args=args, model=model, launch_budget=budget)
 
 
 def launch(owner, function: str, args, budget: dict | None = None, model: str | None = None) -> Session:

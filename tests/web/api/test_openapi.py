@@ -19,7 +19,7 @@ def test_spectacular_validates_with_no_warnings(tmp_path):
             "/api/sessions/{id}/nodes/", "/api/sessions/{id}/export/", "/api/sessions/{id}/stop/"} <= paths
     nodes = schema["paths"]["/api/sessions/{id}/nodes/"]["get"]
     assert [p["name"] for p in nodes["parameters"] if p["in"] == "query"] == ["since_rev"]
-    assert set(schema["paths"]["/api/sessions/"]["post"]["responses"]) == {"201", "400"}
+    assert set(schema["paths"]["/api/sessions/"]["post"]["responses"]) == {"201", "400", "429"}
     assert "knoxApiToken" in schema["components"]["securitySchemes"]  # `Authorization: Token <key>`
 
 
