@@ -340,6 +340,15 @@ def check_deadline(frame=None) -> None:
         _raise(breach)
 
 
+def time_left() -> Optional[float]:
+    """Seconds until the nearest deadline of an enclosing budget (negative once passed); None if none."""
+    scope = _current_budget.get()
+    if scope is None:
+        return None
+    deadlines = [each.deadline for each in scope.chain() if each.deadline is not None]
+    return min(deadlines) - _clock() if deadlines else None
+
+
 def current_scope() -> Optional[BudgetScope]:
     """The innermost budget scope the current call runs under, or None."""
     return _current_budget.get()

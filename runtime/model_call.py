@@ -15,10 +15,11 @@ touched here, so it is byte-identical at every nesting level of a run.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 from . import hooks as _hooks
-from .budget import reserve_llm_call
+from .budget import check_deadline, reserve_llm_call, time_left
 from .context import Frame, _current_budget, _current_recorder
 from .default_budget import admit_default_call
 from .dispatch import _tool_deadline, check_tool_deadline
@@ -80,10 +81,16 @@ def call_model(provider, request: ModelRequest, frame: Optional[Frame]) -> Model
     if recorder is not None and frame is not None and frame.hidden:
         recorder = None
     handle = None
+    request, bounded = _within_budget_time(request)
     try:
         if recorder is not None:
             handle = recorder.llm_started(frame, request.for_record())
-        reply = provider.complete(request, check)
+        try:
+            reply = provider.complete(request, check)
+        except Exception:
+            if bounded:  # the budget's time ran out during the call: that is why it failed
+                check_deadline(frame)
+            raise
     except BaseException as exc:
         if tally is not None:
             tally.release()
@@ -99,6 +106,17 @@ def call_model(provider, request: ModelRequest, frame: Optional[Frame]) -> Model
     if recorder is not None:
         recorder.llm_finished(handle, "completed", reply.as_dict(), dict(reply.usage), None)
     return reply
+
+
+def _within_budget_time(request: ModelRequest) -> tuple[ModelRequest, bool]:
+    """`request` with its timeout cut to what an enclosing budget's deadline leaves (`timeout_s`), so a
+    hung model server cannot hold a run past it; and whether there is such a deadline."""
+    left = time_left()
+    if left is None:
+        return request, False
+    if request.timeout_s is None or left < request.timeout_s:
+        request = dataclasses.replace(request, timeout_s=max(left, 0.001))
+    return request, True
 
 
 def _in_flight_check(event: ModelCall):

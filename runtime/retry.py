@@ -57,12 +57,12 @@ class RetryPolicy:
     base_delay_s: float = 0.5
     factor: float = 2.0
     max_delay_s: float = 8.0
-    max_total_s: float = 300.0
+    max_total_s: float = 60.0  # a hung server holds a run for about this long at most, not minutes
 
     @classmethod
     def from_env(cls) -> "RetryPolicy":
         return cls(max_retries=env_number("OPENPROGRAM_MODEL_RETRIES", 3, int),
-                   max_total_s=env_number("OPENPROGRAM_MODEL_RETRY_TOTAL_S", 300.0, float))
+                   max_total_s=env_number("OPENPROGRAM_MODEL_RETRY_TOTAL_S", 60.0, float))
 
     def delay(self, retry_index: int) -> float:
         return min(self.max_delay_s, self.base_delay_s * self.factor ** retry_index)

@@ -20,7 +20,7 @@ from ..messages import ModelReply, ModelRequest
 from ..retry import ProviderError, RetryPolicy, call_with_retries, env_number, is_retryable_status
 from .base import Provider
 
-DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_TIMEOUT_S = 30.0  # per attempt; the retries together stop at RetryPolicy.max_total_s
 
 _ssl_lock = threading.Lock()
 _ssl_context: Optional[ssl.SSLContext] = None

@@ -67,6 +67,7 @@ def fake_budget(monkeypatch):
     log = []
     monkeypatch.setattr(model_call, "reserve_llm_call",
                         lambda frame: log.append(("reserve", frame.name if frame else None)) or FakeReservation(log))
+    monkeypatch.setattr(model_call, "time_left", lambda: None)  # the fake scope has no deadline
     token = _current_budget.set(object())
     yield log
     _current_budget.reset(token)
