@@ -39,6 +39,11 @@ class OpenAIProvider(SDKProvider):
         if not response.choices:  # some servers answer a filtered or failed generation with none
             raise ProviderError(self.name, "the response has no choices (nothing was generated)", status=200)
         message = response.choices[0].message
+        if message is None:
+            raise ProviderError(self.name, "the reply's first choice has no message", status=200)
+        for index, call in enumerate(message.tool_calls or []):
+            if call.function is None or not call.function.name:
+                raise ProviderError(self.name, f"tool call {index} of the reply names no function", status=200)
         # Some local servers send no call ids; the protocol needs one to pair each result with its call.
         calls = [parse_arguments(call.id or f"call_{index}", call.function.name, call.function.arguments)
                  for index, call in enumerate(message.tool_calls or [])]

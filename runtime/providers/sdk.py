@@ -9,6 +9,7 @@ parallel through the same provider keep their own connections. The SDK's own ret
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import ssl
 import threading
@@ -102,9 +103,21 @@ class SDKProvider(Provider):
             else:
                 future = interrupt.spawn(self._send_classified, client, request, model, timeout_s)
                 response = interrupt.wait(future, check=check, on_abandon=client.close)
-            return self.parse(response)
+            return self._parse_checked(response)
         finally:
             client.close()
+
+    def _parse_checked(self, response: Any) -> ModelReply:
+        """`parse`, with a reply that does not follow the protocol (an HTML page, a message or a tool call
+        left out) turned into an error naming the provider and the status, not an AttributeError."""
+        if isinstance(response, (str, bytes)):  # the SDK hands over the text of a body that is not JSON
+            raise ProviderError(self.name, f"the reply is not JSON but {_excerpt(response)}", status=200)
+        try:
+            return self.parse(response)
+        except ProviderError:
+            raise
+        except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
+            raise ProviderError(self.name, f"the reply does not follow the protocol: {exc}", status=200) from exc
 
     def _send_classified(self, client: Any, request: ModelRequest, model: str, timeout_s: float) -> Any:
         """The SDK call, its failures turned into ProviderError marked retryable or not."""
@@ -119,6 +132,15 @@ class SDKProvider(Provider):
             raise ProviderError(self.name, f"request timed out after {timeout_s:.3g}s", retryable=True) from exc
         except connection_error as exc:
             raise ProviderError(self.name, f"connection failed: {exc}", retryable=True) from exc
+        except json.JSONDecodeError as exc:  # only a success status has its body parsed: a cut-off reply
+            raise ProviderError(self.name, f"the reply's JSON body is malformed or cut off ({exc})",
+                                status=200) from exc
+
+
+def _excerpt(body: Any, limit: int = 60) -> str:
+    text = body.decode(errors="replace") if isinstance(body, bytes) else body
+    text = " ".join(text.split())
+    return repr(text[:limit] + ("..." if len(text) > limit else "")) if text else "an empty body"
 
 
 def _error_message(exc: Exception) -> str:

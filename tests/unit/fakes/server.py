@@ -1,6 +1,7 @@
 """A scripted HTTP server on 127.0.0.1 (ephemeral port): each request gets the next scripted response.
 
-A response is a `(status, json_body)` pair or a callable taking the server and returning one. `hang`
+A response is a `(status, json_body)` pair (the body a `Raw` for bytes sent as they are: an HTML page, a
+truncated JSON document) or a callable taking the server and returning one. `hang`
 and `slow` hold a request open until the test releases the server (or closes it), so tests can make a
 request time out or stop a run mid-request without any sleeping.
 """
@@ -8,10 +9,18 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Union
 
 Response = Union[tuple, Callable[["FakeServer"], Any]]
+
+
+@dataclass(frozen=True)
+class Raw:
+    """A response body sent byte for byte, with its content type."""
+    body: bytes
+    content_type: str = "application/json"
 
 
 class FakeServer:
@@ -66,10 +75,11 @@ class FakeServer:
                     self.close_connection = True
                     return
                 status, payload = response
-                data = json.dumps(payload).encode()
+                raw = payload if isinstance(payload, Raw) else Raw(json.dumps(payload).encode())
+                data = raw.body
                 try:
                     self.send_response(status)
-                    self.send_header("content-type", "application/json")
+                    self.send_header("content-type", raw.content_type)
                     self.send_header("content-length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
