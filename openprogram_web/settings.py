@@ -131,6 +131,10 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer",
                                   "CONFIG": {"capacity": 1000}}}
 
+# The Celery broker, when runs execute on Celery workers (OPENPROGRAM_EXECUTOR=celery); see
+# openprogram_web/celery.py for how the Celery app is configured.
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or REDIS_URL
+
 # --- auth -------------------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -183,6 +187,12 @@ OPENPROGRAM_EXECUTOR_WORKERS = os.environ.get("OPENPROGRAM_EXECUTOR_WORKERS")
 OPENPROGRAM_MAX_ARGS_BYTES = os.environ.get("OPENPROGRAM_MAX_ARGS_BYTES")
 OPENPROGRAM_WS_HEARTBEAT_S = os.environ.get("OPENPROGRAM_WS_HEARTBEAT_S")
 OPENPROGRAM_BROADCAST_WINDOW_S = os.environ.get("OPENPROGRAM_BROADCAST_WINDOW_S")
+OPENPROGRAM_WORKER_CONCURRENCY = os.environ.get("OPENPROGRAM_WORKER_CONCURRENCY")
+OPENPROGRAM_CELERY_QUEUE = os.environ.get("OPENPROGRAM_CELERY_QUEUE")
+OPENPROGRAM_CELERY_VISIBILITY_TIMEOUT_S = os.environ.get("OPENPROGRAM_CELERY_VISIBILITY_TIMEOUT_S")
+OPENPROGRAM_STOP_PUBSUB = os.environ.get("OPENPROGRAM_STOP_PUBSUB")
+OPENPROGRAM_STOP_POLL_S = os.environ.get("OPENPROGRAM_STOP_POLL_S")
+OPENPROGRAM_CANCEL_DEADLINE_S = os.environ.get("OPENPROGRAM_CANCEL_DEADLINE_S")
 
 # --- the rest ---------------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"
