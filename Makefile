@@ -9,7 +9,7 @@ STAMP := $(VENV)/.requirements-installed
 PG_URL ?= postgres://postgres@127.0.0.1:5432/openprogram
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: setup run test test-embedded test-browser test-scaled services browser bench bench-peers clean
+.PHONY: setup run worker test test-embedded test-browser test-scaled services browser bench bench-peers clean
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,12 @@ run: $(STAMP)
 	@$(BIN)/python bin/ensure-port-free $(HOST) $(PORT)
 	@$(BIN)/python bin/prepare-run
 	$(BIN)/daphne -b $(HOST) -p $(PORT) openprogram_web.asgi:application
+
+# One Celery worker for OPENPROGRAM_EXECUTOR=celery (README, "Scaling out"): the same venv and environment
+# as the web process; a threads pool (runs wait on models, not the CPU) of OPENPROGRAM_WORKER_CONCURRENCY
+# threads (default 8; openprogram_web/celery.py reads it through dag.conf). Start as many as you like, on any machine that reaches PostgreSQL and Redis.
+worker: setup
+	$(BIN)/python -m celery -A openprogram_web worker --pool threads -n worker-$$$$@%h --loglevel $${LOG_LEVEL:-INFO}
 
 # Every test, in three passes: the runtime and Django tests on the embedded default (SQLite, in-memory
 # layer); the browser tests against a live Daphne (their own process: Playwright's sync API keeps an

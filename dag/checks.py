@@ -23,3 +23,34 @@ def function_modules_import(app_configs=None, **kwargs) -> list[Error]:
                      "PYTHONPATH) or remove it from OPENPROGRAM_FUNCTION_MODULES.",
                 id="dag.E001"))
     return errors
+
+
+CELERY_NEEDS = {
+    "REDIS_URL": "REDIS_URL (the Redis channel layer that carries a worker's runs to the web processes' "
+                 "live pages, and the stop wake-ups), e.g. redis://127.0.0.1:6379/0",
+    "CELERY_BROKER_URL": "a broker: CELERY_BROKER_URL, or REDIS_URL, which it defaults to",
+    "DATABASE_URL": "DATABASE_URL naming PostgreSQL (SQLite is one machine's file, with one writer at a time: "
+                    "workers elsewhere cannot share it), e.g. postgres://user@host:5432/openprogram",
+}
+
+
+@register()
+def celery_executor_services(app_configs=None, **kwargs) -> list[Error]:
+    """OPENPROGRAM_EXECUTOR=celery needs Redis and PostgreSQL: named here, not as runs that never start."""
+    from django.db import connections
+
+    from .runs.executors import EXECUTORS, executor_path
+
+    if executor_path(conf.EXECUTOR) != EXECUTORS["celery"]:
+        return []
+    missing = [need for name, need in CELERY_NEEDS.items()
+               if (name == "DATABASE_URL" and connections["default"].vendor == "sqlite")
+               or (name != "DATABASE_URL" and not getattr(conf, name))]
+    if not missing:
+        return []
+    return [Error(
+        "OPENPROGRAM_EXECUTOR=celery runs sessions on Celery workers, which needs what is not set: "
+        + "; ".join(missing) + ".",
+        hint="Set these in the environment of every web and worker process (README, \"Scaling out\"), or "
+             "unset OPENPROGRAM_EXECUTOR for the embedded default.",
+        id="dag.E002")]

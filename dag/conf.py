@@ -20,8 +20,9 @@ PREFIX = "OPENPROGRAM_"
 DEFAULTS: dict[str, Any] = {
     # Modules whose agentic functions the catalog shows (comma-separated as text).
     "FUNCTION_MODULES": ["examples.functions"],
-    # Where runs execute: a dotted path to a dag.runs.executors.Executor subclass.
-    "EXECUTOR": "dag.runs.executors.InProcessExecutor",
+    # Where runs execute: "inprocess" (threads in this process), "celery" (Celery workers on a Redis
+    # broker), or a dotted path to a dag.runs.executors.Executor subclass.
+    "EXECUTOR": "inprocess",
     # Sessions the in-process executor runs at once; later ones wait, queued.
     "EXECUTOR_WORKERS": 8,
     # Largest launch-argument payload accepted, in bytes of JSON.
@@ -34,13 +35,34 @@ DEFAULTS: dict[str, Any] = {
     "WS_HEARTBEAT_S": 5.0,
     # The window in which a burst of DAG changes is coalesced into one channel-layer message, seconds.
     "BROADCAST_WINDOW_S": 0.02,
+    # Sessions one Celery worker (`make worker`) runs at once, each on a thread of its pool.
+    "WORKER_CONCURRENCY": 8,
+    # The Celery queue launches are sent to and workers consume (separate deployments on one Redis).
+    "CELERY_QUEUE": "openprogram",
+    # Seconds before the broker hands an unacknowledged run to another worker: longer than the longest
+    # run, since a run is acknowledged when it ends (a redelivered run finds its session claimed anyway).
+    "CELERY_VISIBILITY_TIMEOUT_S": 86_400,
+    # Publish each stop on Redis pub/sub to wake the process running the session at once; off, that
+    # process finds the stop by polling the database (every STOP_POLL_S).
+    "STOP_PUBSUB": True,
+    # Seconds between a process's reads of its runs' stop flags: the latest a stop requested in another
+    # process is seen without pub/sub (a stop in the run's own process is immediate).
+    "STOP_POLL_S": 0.2,
+    # Seconds a session may stay `cancelling` (stop requested, run still going) before the reaper
+    # finishes it `cancelled` itself, whatever its run is doing.
+    "CANCEL_DEADLINE_S": 30.0,
 }
 # Facts derived from Django's own settings, cached and reloaded the same way: (the setting, how).
 DERIVED: dict[str, tuple[str, Any]] = {
     # The channel layer lives in this process's memory: no consumer in another process can hear it.
     "IN_MEMORY_LAYER": ("CHANNEL_LAYERS", lambda layers: (layers or {}).get("default", {}).get("BACKEND", "")
                         .endswith("InMemoryChannelLayer")),
+    # Redis, for the channel layer and stop wake-ups ("" when unset: the embedded default).
+    "REDIS_URL": ("REDIS_URL", lambda url: url or ""),
+    # The Celery broker (CELERY_BROKER_URL, else REDIS_URL; "" when neither is set).
+    "CELERY_BROKER_URL": ("CELERY_BROKER_URL", lambda url: url or ""),
 }
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
 def _convert(name: str, value: Any) -> Any:
@@ -49,13 +71,21 @@ def _convert(name: str, value: Any) -> Any:
         if isinstance(default, list):
             items = value.split(",") if isinstance(value, str) else list(value)
             return [str(item).strip() for item in items if str(item).strip()]
-        if isinstance(default, bool) or not isinstance(default, (int, float)):
+        if isinstance(default, bool):
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text not in (*_TRUE, *_FALSE):
+                raise ValueError
+            return text in _TRUE
+        if not isinstance(default, (int, float)):
             return value
         if isinstance(value, bool):
             raise TypeError
         return type(default)(value)
     except (TypeError, ValueError):
-        kind = {list: "a list (comma-separated)", int: "a whole number", float: "a number"}[type(default)]
+        kind = {list: "a list (comma-separated)", int: "a whole number", float: "a number",
+                bool: "on or off (1/0, true/false, yes/no, on/off)"}[type(default)]
         raise ImproperlyConfigured(f"{PREFIX}{name} must be {kind}; got {value!r}") from None
 
 

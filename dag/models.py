@@ -32,6 +32,7 @@ class Session(models.Model):
     error = models.TextField(blank=True)
     # Persisted before it is acted on, so a stop pressed before the run starts is not lost.
     cancel_requested = models.BooleanField(default=False)
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)  # when; the cancel deadline counts from it
     budget = models.JSONField(null=True, blank=True)  # the limits of a delegation budget, if any
     budget_spend = models.JSONField(null=True, blank=True)  # what the run spent against them
     # The budget asked for at launch ({"max_depth", "max_llm_calls", "max_tokens", "timeout_s"}, each

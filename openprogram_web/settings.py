@@ -133,6 +133,10 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer",
                                   "CONFIG": {"capacity": 1000}}}
 
+# The Celery broker, when runs execute on Celery workers (OPENPROGRAM_EXECUTOR=celery); see
+# openprogram_web/celery.py for how the Celery app is configured.
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or REDIS_URL
+
 # --- auth -------------------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -225,6 +229,12 @@ OPENPROGRAM_MAX_ACTIVE_RUNS_PER_USER = os.environ.get("OPENPROGRAM_MAX_ACTIVE_RU
 OPENPROGRAM_MAX_STORED_BYTES_PER_USER = os.environ.get("OPENPROGRAM_MAX_STORED_BYTES_PER_USER")
 OPENPROGRAM_WS_HEARTBEAT_S = os.environ.get("OPENPROGRAM_WS_HEARTBEAT_S")
 OPENPROGRAM_BROADCAST_WINDOW_S = os.environ.get("OPENPROGRAM_BROADCAST_WINDOW_S")
+OPENPROGRAM_WORKER_CONCURRENCY = os.environ.get("OPENPROGRAM_WORKER_CONCURRENCY")
+OPENPROGRAM_CELERY_QUEUE = os.environ.get("OPENPROGRAM_CELERY_QUEUE")
+OPENPROGRAM_CELERY_VISIBILITY_TIMEOUT_S = os.environ.get("OPENPROGRAM_CELERY_VISIBILITY_TIMEOUT_S")
+OPENPROGRAM_STOP_PUBSUB = os.environ.get("OPENPROGRAM_STOP_PUBSUB")
+OPENPROGRAM_STOP_POLL_S = os.environ.get("OPENPROGRAM_STOP_POLL_S")
+OPENPROGRAM_CANCEL_DEADLINE_S = os.environ.get("OPENPROGRAM_CANCEL_DEADLINE_S")
 
 # --- the rest ---------------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"

@@ -1,7 +1,7 @@
-"""Where runs execute: a small base class, chosen by dotted path in `conf.EXECUTOR`.
+"""Where runs execute: a small base class, chosen by name or dotted path in `conf.EXECUTOR`.
 
 Like Django's cache and email backends, a new place to run sessions (Celery, a subprocess) is a new
-subclass in its own module, named in the setting. It receives its settings as constructor parameters;
+subclass in its own module, named in the setting (by a short name from EXECUTORS, or its dotted path). It receives its settings as constructor parameters;
 `from_settings` is the one place that reads them from `dag.conf`.
 """
 from __future__ import annotations
@@ -19,6 +19,18 @@ from ..conf import conf
 from . import lifecycle, stop
 
 log = logging.getLogger(__name__)
+
+
+# The short names OPENPROGRAM_EXECUTOR accepts; any other value is a dotted path.
+EXECUTORS = {
+    "inprocess": "dag.runs.executors.InProcessExecutor",
+    "celery": "dag.runs.celery_executor.CeleryExecutor",
+}
+
+
+def executor_path(name: str) -> str:
+    """The dotted path OPENPROGRAM_EXECUTOR's value stands for."""
+    return EXECUTORS.get(name.strip().lower(), name)
 
 
 class Executor:
@@ -87,7 +99,7 @@ class InProcessExecutor(Executor):
             session_id = self._queue.get()
             if session_id is _STOP:
                 return
-            _run_in_thread(session_id)
+            run_in_this_thread(session_id)
             self._idle.release()
 
     def shutdown(self, wait: bool = True) -> None:
@@ -113,7 +125,8 @@ class InProcessExecutor(Executor):
             thread.join(max(0.0, deadline - time.monotonic()))
 
 
-def _run_in_thread(session_id) -> None:
+def run_in_this_thread(session_id) -> None:
+    """Run the session on the calling (pool) thread, with a database connection of its own."""
     close_old_connections()
     try:
         lifecycle.run_session(session_id)
@@ -141,13 +154,14 @@ def get_executor() -> Executor:
     global _executor, _built_from
     with _executor_lock:
         if _executor is None or _built_from != conf.generation:
-            path = conf.EXECUTOR
+            name = conf.EXECUTOR
             try:
-                cls = import_string(path)
+                cls = import_string(executor_path(name))
             except ImportError as exc:
-                raise ImportError(f"OPENPROGRAM_EXECUTOR={path!r} cannot be imported: {exc}") from exc
+                raise ImportError(f"OPENPROGRAM_EXECUTOR={name!r} cannot be imported: {exc} (use "
+                                  f"{' or '.join(EXECUTORS)}, or a dotted path to an Executor subclass)") from exc
             if not (isinstance(cls, type) and issubclass(cls, Executor)):
-                raise TypeError(f"OPENPROGRAM_EXECUTOR={path!r} is not a dag.runs.executors.Executor subclass")
+                raise TypeError(f"OPENPROGRAM_EXECUTOR={name!r} is not a dag.runs.executors.Executor subclass")
             replaced, _executor, _built_from = _executor, cls.from_settings(conf), conf.generation
             if replaced is not None:
                 replaced.shutdown(wait=False)

@@ -72,7 +72,8 @@ def request_stop(session_id) -> Session:
     no-op once it has ended. Returns the session as stored afterwards (see `write_path.record_stop_request`).
     """
     session = write_path.record_stop_request(session_id)
-    stop.signal_local(session_id)
+    if not stop.signal_local(session_id) and session.status == Session.Status.RUNNING:
+        stop.publish_stop(session_id)  # running elsewhere: wake its process (the poll is the fallback)
     return session
 
 

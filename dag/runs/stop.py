@@ -3,7 +3,11 @@
 A stop is written to the session row first (`cancel_requested`), so it survives a stop pressed before the
 run started and reaches a run in another process. A run in this process is signalled at once through
 an in-memory event; runs elsewhere learn of it from one watcher thread per process that polls the flag
-for all of its active runs together. The pre-invocation hook itself only reads that event, so it adds no
+for all of its active runs together, and, with Redis, sooner: after the commit the stop is published on
+Redis pub/sub (STOP_CHANNEL), where one listener thread per process that runs sessions turns it into the
+local signal. The message is only a wake-up: lost (Redis down, a listener still subscribing), the poll
+finds the flag anyway. A run that does not end within `conf.CANCEL_DEADLINE_S` of its stop is finished
+`cancelled` by `finish_overdue_cancellations`, which the reaper calls. The pre-invocation hook itself only reads that event, so it adds no
 database query to a call (and works inside async functions, where the ORM may not be used).
 
 Hooks are process-global, so the hook acts only on a call made in a run's own context: `watch()` puts the
@@ -17,19 +21,24 @@ import threading
 import time
 from contextlib import contextmanager
 from contextvars import ContextVar
+from datetime import timedelta
 from typing import Iterator, Optional
 
-from django.db import connection
+from django.db import connection, transaction
+from django.utils import timezone
 
 from runtime import CancelledError, add_pre_invocation_hook, remove_pre_invocation_hook
 
+from ..conf import conf
 from ..models import Session
+from ..recording import write_path
 
 log = logging.getLogger(__name__)
 
-# How often the watcher reads the cancel flags of this process's runs: the worst-case latency of a stop
-# requested from another process (a stop in this process is immediate).
-POLL_INTERVAL_S = 0.2
+# The Redis pub/sub channel stop wake-ups go on; each message is a session id.
+STOP_CHANNEL = "openprogram:stop"
+# Seconds a listener that lost Redis waits before subscribing again (the poll covers the gap).
+RESUBSCRIBE_S = 2.0
 
 STOPPED = "stopped"
 SHUTDOWN = "shutdown"
@@ -65,6 +74,7 @@ _current_signal: ContextVar[Optional[StopSignal]] = ContextVar("openprogram_stop
 _active: dict[str, StopSignal] = {}
 _active_lock = threading.Lock()
 _watcher: Optional[threading.Thread] = None
+_listener: Optional[threading.Thread] = None
 _watched = 0  # runs inside watch() in this process
 
 
@@ -85,6 +95,7 @@ def watch(session_id) -> Iterator[StopSignal]:
         if _watched == 1:  # the hook is installed only while some run is watched: no cost otherwise
             add_pre_invocation_hook(_stop_hook)
     _ensure_watcher()
+    _ensure_listener()
     token = _current_signal.set(signal)
     try:
         # A stop persisted before the signal was registered (between a run's claim and here) found
@@ -117,7 +128,7 @@ def _watch_flags() -> None:
     global _watcher
     try:
         while True:
-            time.sleep(POLL_INTERVAL_S)
+            time.sleep(conf.STOP_POLL_S)
             with _active_lock:
                 pending = {sid: sig for sid, sig in _active.items() if not sig.is_set}
                 if not _active:
@@ -135,6 +146,94 @@ def _watch_flags() -> None:
                 connection.close()
     finally:
         connection.close()
+
+
+def publish_stop(session_id) -> None:
+    """Once the current transaction commits, wake the process running the session (if pub/sub is on)."""
+    if conf.STOP_PUBSUB and conf.REDIS_URL:
+        url, key = conf.REDIS_URL, str(session_id)
+        transaction.on_commit(lambda: _publish(url, key))
+
+
+def _publish(url: str, session_id: str) -> None:
+    try:
+        _publisher(url).publish(STOP_CHANNEL, session_id)
+    except Exception as exc:  # the stop is persisted; the run's process finds it by its poll
+        log.warning("stop of session %s not published on Redis (%s); its run finds it by polling the "
+                    "database", session_id, exc)
+
+
+_publishers: dict = {}
+
+
+def _publisher(url: str):
+    import redis
+
+    client = _publishers.get(url)
+    if client is None:
+        # Short timeouts: a Redis that does not answer must not hold up the stop request.
+        client = _publishers[url] = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=2)
+    return client
+
+
+def _ensure_listener() -> None:
+    global _listener
+    if not (conf.STOP_PUBSUB and conf.REDIS_URL):
+        return
+    with _active_lock:
+        if _listener is not None and _listener.is_alive():
+            return
+        _listener = threading.Thread(target=_listen, args=(conf.REDIS_URL,), name="openprogram-stop-listener",
+                                     daemon=True)
+        _listener.start()
+
+
+def _listen(url: str) -> None:
+    """Turn stop messages on STOP_CHANNEL into local signals, for the life of the process."""
+    import redis
+
+    while True:
+        client = None
+        try:
+            # No socket timeout (redis-py 8 would drop the idle subscription after 5 s); health checks
+            # find a dead connection instead.
+            client = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=None,
+                                          health_check_interval=15)
+            pubsub = client.pubsub(ignore_subscribe_messages=True)
+            pubsub.subscribe(STOP_CHANNEL)
+            while True:
+                message = pubsub.get_message(timeout=1.0)
+                if message and message.get("type") == "message":
+                    data = message["data"]
+                    signal_local(data.decode() if isinstance(data, bytes) else str(data))
+        except Exception as exc:
+            log.warning("stop wake-ups from Redis unavailable (%s); stops reach this process's runs by the "
+                        "database poll until it is back", exc)
+            time.sleep(RESUBSCRIBE_S)
+        finally:
+            if client is not None:
+                client.close()
+
+
+def finish_overdue_cancellations(deadline_s: Optional[float] = None) -> int:
+    """Finish `cancelled` every session still running `deadline_s` (default `conf.CANCEL_DEADLINE_S`)
+    after its stop was requested; returns how many. For the reaper, in any process.
+
+    A run that is stuck (in code that never reaches a checkpoint, on a worker that stopped answering)
+    would otherwise show `cancelling` forever. The finish is the write path's compare-and-set, so a run
+    that ends on its own at the same moment keeps its own ending, and open nodes end `cancelled`.
+    """
+    deadline_s = conf.CANCEL_DEADLINE_S if deadline_s is None else deadline_s
+    cutoff = timezone.now() - timedelta(seconds=deadline_s)
+    overdue = Session.objects.filter(status=Session.Status.RUNNING, cancel_requested=True,
+                                     cancel_requested_at__lt=cutoff).values_list("pk", "cancel_requested_at")
+    finished = 0
+    for session_id, requested_at in overdue:
+        signal_local(session_id)  # if the run is here after all, it stops at its next call
+        finished += write_path.finish_session(session_id, Session.Status.CANCELLED, error=(
+            f"stopped: the run did not end within {deadline_s:g} s of the stop requested at "
+            f"{requested_at:%Y-%m-%d %H:%M:%S} UTC, so it was finished without it"))
+    return finished
 
 
 def signal_local(session_id, reason: str = STOPPED) -> bool:

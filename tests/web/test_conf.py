@@ -1,4 +1,7 @@
 """dag.conf: the app's settings through one object, defaults in one place, reloaded when settings change."""
+import re
+from pathlib import Path
+
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
@@ -9,7 +12,7 @@ def test_an_unset_setting_is_its_default(settings):
     settings.OPENPROGRAM_WS_HEARTBEAT_S = None
     settings.OPENPROGRAM_EXECUTOR = ""
     assert conf.WS_HEARTBEAT_S == DEFAULTS["WS_HEARTBEAT_S"] == 5.0
-    assert conf.EXECUTOR == "dag.runs.executors.InProcessExecutor"
+    assert conf.EXECUTOR == "inprocess"
 
 
 def test_text_from_the_environment_takes_the_defaults_type(settings):
@@ -43,3 +46,26 @@ def test_the_channel_layer_kind_follows_channel_layers(settings):
 def test_an_unknown_name_lists_the_settings():
     with pytest.raises(AttributeError, match="no setting 'HEARTBEAT'; settings are: FUNCTION_MODULES"):
         conf.HEARTBEAT
+
+
+@pytest.mark.parametrize("text, value", [("off", False), ("0", False), ("no", False), ("On", True), ("1", True),
+                                         ("true", True), (False, False)])
+def test_an_on_off_setting_reads_the_usual_words(settings, text, value):
+    settings.OPENPROGRAM_STOP_PUBSUB = text
+    assert conf.STOP_PUBSUB is value
+
+
+def test_an_on_off_setting_names_a_word_it_does_not_know(settings):
+    settings.OPENPROGRAM_STOP_PUBSUB = "maybe"
+    with pytest.raises(ImproperlyConfigured, match="OPENPROGRAM_STOP_PUBSUB must be on or off"):
+        conf.STOP_PUBSUB
+
+
+def test_the_readme_configuration_table_lists_every_setting():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    table = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    named = set(re.findall(r"`(OPENPROGRAM_[A-Z_]+|[A-Z_]+_URL)`", "\n".join(rows)))
+    missing = {f"OPENPROGRAM_{name}" for name in DEFAULTS} - named
+    assert not missing, f"README's configuration table has no row for {sorted(missing)}"
+    assert {"CELERY_BROKER_URL", "REDIS_URL", "DATABASE_URL"} <= named

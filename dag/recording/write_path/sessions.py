@@ -162,7 +162,8 @@ def record_stop_request(session_id) -> Session:
         session = Session.objects.get(pk=session_id)
         if session.is_terminal or session.cancel_requested:
             return session
-        update_session_in(tx, session_id, unless_terminal=True, cancel_requested=True)
+        update_session_in(tx, session_id, unless_terminal=True, cancel_requested=True,
+                          cancel_requested_at=timezone.now())
         if session.status == Session.Status.QUEUED:
             finish_session_in(tx, session_id, Session.Status.CANCELLED, error=STOPPED_BEFORE_START)
         return Session.objects.get(pk=session_id)

@@ -28,6 +28,36 @@ class RecordingExecutor(Executor):
         RecordingExecutor.submitted.append(str(session_id))
 
 
+@pytest.mark.parametrize("name", ["inprocess", "dag.runs.executors.InProcessExecutor", "dag.executor.InProcessExecutor"])
+def test_the_in_process_pool_by_name_or_dotted_path(settings, name):
+    settings.OPENPROGRAM_EXECUTOR = name
+    assert type(get_executor()) is InProcessExecutor
+
+
+def test_celery_by_name_sends_to_its_queue(settings):
+    from dag.runs.celery_executor import CeleryExecutor
+    settings.OPENPROGRAM_EXECUTOR, settings.OPENPROGRAM_CELERY_QUEUE = "celery", "runs-here"
+    executor = get_executor()
+    assert isinstance(executor, CeleryExecutor) and executor.queue == "runs-here"
+
+
+@pytest.mark.django_db
+def test_a_broker_that_cannot_take_a_run_ends_its_session_naming_the_broker(settings, user, test_functions,
+                                                                            monkeypatch):
+    from dag.runs.celery_executor import NOT_QUEUED, CeleryExecutor
+    from openprogram_web.celery import app
+
+    def refuse(*args, **kwargs):
+        raise ConnectionRefusedError("Connection refused")
+    monkeypatch.setattr(app, "send_task", refuse)
+    settings.CELERY_BROKER_URL = "redis://:secret@broker.example:6379/0"
+    session = launch(user, "echo", {"text": "x"})
+    CeleryExecutor(queue="q").send(str(session.pk))
+    session.refresh_from_db()
+    assert session.status == "error" and NOT_QUEUED in session.error and "broker.example" in session.error
+    assert "secret" not in session.error
+
+
 def test_the_default_is_the_in_process_pool(settings):
     settings.OPENPROGRAM_EXECUTOR_WORKERS = 3
     executor = get_executor()

@@ -229,3 +229,35 @@ def test_stop_abandons_an_in_flight_model_request(user, test_functions):
     [model_call] = Node.objects.filter(session=session, kind="llm")
     assert model_call.status == "cancelled"
     assert_nothing_left_running(session)
+
+
+def stuck_cancelling(user):
+    """A session running with a stop requested and an open node, and no run to end it (a stuck run)."""
+    session = write_path.queue_session(user, function="slow_count", args={})
+    write_path.claim_session(session.pk)
+    write_path.create_node(session.pk, kind="code", name="slow_count")
+    write_path.record_stop_request(session.pk)
+    return session
+
+
+def test_a_session_cancelling_past_the_deadline_is_finished_cancelled(user):
+    session = stuck_cancelling(user)
+    assert stop.finish_overdue_cancellations() == 0  # within OPENPROGRAM_CANCEL_DEADLINE_S (30 s)
+    assert stop.finish_overdue_cancellations(deadline_s=0) == 1
+    session.refresh_from_db()
+    assert session.status == "cancelled" and "did not end within 0 s of the stop" in session.error
+    assert [n.status for n in nodes_of(session)] == ["cancelled"]
+    assert stop.finish_overdue_cancellations(deadline_s=0) == 0  # once
+
+
+def test_the_cancel_deadline_comes_from_settings(settings, user):
+    stuck_cancelling(user)
+    settings.OPENPROGRAM_CANCEL_DEADLINE_S = "0"
+    assert stop.finish_overdue_cancellations() == 1
+
+
+def test_a_stop_is_saved_when_redis_cannot_take_its_wake_up(settings, user):
+    settings.REDIS_URL, settings.OPENPROGRAM_STOP_PUBSUB = "redis://127.0.0.1:1/0", True  # nothing listens
+    session = write_path.queue_session(user, function="slow_count", args={})
+    write_path.claim_session(session.pk)  # running in "another process": only the wake-up could reach it
+    assert lifecycle.request_stop(session.pk).cancel_requested  # the poll will find it

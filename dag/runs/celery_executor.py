@@ -1,0 +1,81 @@
+"""Runs on Celery workers (`OPENPROGRAM_EXECUTOR=celery`): the executor, the task, and the worker's shutdown.
+
+The web process sends one task per session, after the session row commits, with the session id as the
+task id. A worker runs it with `lifecycle.run_session`, whose claim is a compare-and-set from `queued`:
+a duplicate or redelivered message finds the session claimed or ended and does nothing. The Celery app
+and why each of its settings is what it is: openprogram_web/celery.py.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+
+from celery import shared_task
+from celery.exceptions import Reject
+from celery.signals import worker_process_shutdown, worker_shutting_down
+from django.db import transaction
+from kombu.utils.url import maybe_sanitize_url
+
+from ..conf import conf
+from ..models import Session
+from ..recording import write_path
+from . import stop
+from .executors import Executor, run_in_this_thread
+
+log = logging.getLogger(__name__)
+
+TASK_NAME = "openprogram.run_session"
+NOT_QUEUED = "the run could not be queued on the Celery broker"
+
+# Set when this worker begins to shut down: a message it still starts is handed back to the queue.
+_shutting_down = threading.Event()
+
+
+class CeleryExecutor(Executor):
+    """Sends each session to the Celery queue `queue`; any number of workers (`make worker`) run them."""
+
+    def __init__(self, queue: str):
+        self.queue = queue
+
+    @classmethod
+    def from_settings(cls, settings) -> "CeleryExecutor":
+        return cls(queue=settings.CELERY_QUEUE)
+
+    def submit(self, session_id) -> None:
+        # After commit: the worker's claim must find the session row.
+        transaction.on_commit(lambda: self.send(str(session_id)))
+
+    def send(self, session_id: str) -> None:
+        """Send the session's task now; a broker that cannot take it ends the session `error`, named."""
+        from openprogram_web.celery import app  # the configured app; imported only when Celery is in use
+
+        try:
+            app.send_task(TASK_NAME, args=[session_id], task_id=session_id, queue=self.queue)
+        except Exception as exc:  # kombu retried already; the session must not wait, queued, forever
+            broker = maybe_sanitize_url(conf.CELERY_BROKER_URL) or "(none)"
+            log.exception("session %s could not be sent to the Celery broker %s", session_id, broker)
+            write_path.finish_session(session_id, Session.Status.ERROR, error=(
+                f"{NOT_QUEUED} {broker}: {type(exc).__name__}: {exc}. Check that Redis answers there "
+                f"(CELERY_BROKER_URL, else REDIS_URL), then run the function again."))
+
+
+@shared_task(name=TASK_NAME, ignore_result=True, acks_late=True)
+def run_session_task(session_id: str) -> None:
+    """Run one session on this worker's thread; a no-op for a session already claimed or ended."""
+    if _shutting_down.is_set():
+        # Not started: back to the queue for another worker (acknowledging it would strand the session).
+        raise Reject("this worker is shutting down", requeue=True)
+    run_in_this_thread(session_id)
+
+
+@worker_shutting_down.connect
+@worker_process_shutdown.connect
+def stop_runs_at_shutdown(**kwargs) -> None:
+    """A worker told to stop (SIGTERM, Ctrl-C) ends its runs `interrupted` now, not after the lease.
+
+    Celery's warm shutdown then waits for the runs' threads, which record that promptly.
+    """
+    _shutting_down.set()
+    count = stop.stop_local_runs(stop.SHUTDOWN)
+    if count:
+        log.warning("worker shutting down: %d run(s) stopped; they end interrupted", count)

@@ -1,0 +1,150 @@
+"""Runs on real Celery worker processes, against real PostgreSQL and Redis (make test's `test-scaled` pass).
+
+Each worker is a `celery -A openprogram_web worker --pool threads` process this module starts on the
+test database and stops by PID; each test sends to a queue of its own. Rows must be committed for the
+workers to see them, hence transactional tests. Every wait is a generous bound, not a timing assertion.
+"""
+from __future__ import annotations
+
+import pytest
+
+from dag.models import Node, Session
+from dag.runs import lifecycle
+from dag.runs.celery_executor import CeleryExecutor
+from dag.runs.launch import launch
+
+from ..launch_helpers import wait_for, wait_for_end
+from .celery_workers import Worker, new_queue, scaled_only
+
+pytestmark = [scaled_only(), pytest.mark.django_db(transaction=True)]
+
+RUN_S = 60.0  # bound on a run's end
+LONG_RUN = {"n": 1000, "delay_s": 0.2}  # minutes long: it ends only when stopped
+
+
+@pytest.fixture(scope="module")
+def queue():
+    return new_queue()
+
+
+@pytest.fixture(scope="module")
+def worker(django_db_setup, django_db_blocker, tmp_path_factory, queue):
+    """The module's worker. Its database poll for stops is an hour apart: a stop reaches its runs at once
+    only by Redis pub/sub (or, for a stop saved before the run began, by the run's own start-up check)."""
+    with django_db_blocker.unblock():
+        started = Worker(tmp_path_factory.mktemp("worker"), queue, OPENPROGRAM_STOP_POLL_S="3600")
+    try:
+        yield started.wait_ready()
+    finally:
+        started.stop()
+
+
+@pytest.fixture
+def on_celery(settings, queue):
+    settings.OPENPROGRAM_EXECUTOR = "celery"
+    settings.OPENPROGRAM_CELERY_QUEUE = queue
+    return queue
+
+
+@pytest.fixture
+def start_worker(tmp_path):
+    """Start extra workers for one test; each is stopped (by PID) at its end."""
+    started: list[Worker] = []
+
+    def start(queue: str, **env) -> Worker:
+        started.append(Worker(tmp_path, queue, **env))
+        return started[-1].wait_ready()
+    yield start
+    for one in started:
+        one.stop()
+
+
+def nodes(session):
+    return list(Node.objects.filter(session=session).order_by("seq"))
+
+
+def under_way(session, steps: int = 2):
+    def counting():
+        session.refresh_from_db()
+        assert not session.is_terminal, f"the run ended before it was stopped: {session.status} {session.error}"
+        return Node.objects.filter(session=session, name="count_step").count() >= steps
+    return wait_for(counting, RUN_S, f"session {session.pk} to get under way on a worker")
+
+
+def test_a_session_runs_on_a_worker_and_completes_with_its_nodes(worker, on_celery, user):
+    session = launch(user, "slow_count", {"n": 3, "delay_s": 0.05})
+    session = wait_for_end(session, RUN_S)
+    assert (session.status, session.result, session.error) == ("completed", 3, "")
+    assert [(n.name, n.status) for n in nodes(session)] == [("slow_count", "completed")] + [("count_step", "completed")] * 3
+    assert str(session.pk) in worker.received()
+
+
+def test_a_duplicate_delivery_never_runs_a_session_twice(worker, on_celery, user):
+    session = launch(user, "slow_count", {"n": 3, "delay_s": 0.2})
+    CeleryExecutor(queue=on_celery).send(str(session.pk))  # the same task id, delivered again
+    wait_for(lambda: worker.log().count(f"run_session[{session.pk}] succeeded") == 2, RUN_S,
+             "both deliveries to be handled")
+    session.refresh_from_db()
+    assert session.status == "completed"
+    assert len(nodes(session)) == 4  # one run: slow_count and its three steps, not eight nodes
+
+
+def test_a_stop_from_the_web_process_cancels_a_run_on_a_worker_through_pubsub(worker, on_celery, user):
+    session = launch(user, "slow_count", LONG_RUN)
+    under_way(session)
+    lifecycle.request_stop(session.pk)
+    session = wait_for_end(session, RUN_S)  # the worker's poll is an hour away: this was the wake-up
+    assert session.status == "cancelled"
+    assert not Node.objects.filter(session=session, status="running").exists()
+
+
+def test_a_stop_reaches_a_worker_by_the_database_poll_with_pubsub_off(settings, start_worker, user):
+    queue = new_queue()
+    poller = start_worker(queue, OPENPROGRAM_STOP_PUBSUB="off")
+    settings.OPENPROGRAM_EXECUTOR, settings.OPENPROGRAM_CELERY_QUEUE = "celery", queue
+    settings.OPENPROGRAM_STOP_PUBSUB = False  # nothing is published: only the flag in the database
+    session = launch(user, "slow_count", LONG_RUN)
+    under_way(session)
+    lifecycle.request_stop(session.pk)
+    session = wait_for_end(session, RUN_S)
+    assert session.status == "cancelled"
+    assert not Node.objects.filter(session=session, status="running").exists()
+    assert "stop wake-ups" not in poller.log()  # it never tried to subscribe
+
+
+def test_a_stop_while_queued_never_starts_the_run(settings, start_worker, user):
+    queue = new_queue()
+    settings.OPENPROGRAM_EXECUTOR, settings.OPENPROGRAM_CELERY_QUEUE = "celery", queue
+    session = launch(user, "slow_count", {"n": 3, "delay_s": 0.05})  # no worker consumes the queue yet
+    assert lifecycle.request_stop(session.pk).status == "cancelled"
+    late = start_worker(queue)  # the message is still in the queue: the worker gets it, and does nothing
+    wait_for(lambda: f"run_session[{session.pk}] succeeded" in late.log(), RUN_S, "the worker to handle it")
+    session.refresh_from_db()
+    assert (session.status, session.started_at, nodes(session)) == ("cancelled", None, [])
+
+
+def test_twenty_sessions_on_two_workers_all_complete_and_both_are_used(worker, start_worker, on_celery, user):
+    second = start_worker(on_celery)
+    sessions = [launch(user, "slow_count", {"n": 3, "delay_s": 0.3}) for _ in range(20)]
+    ended = [wait_for_end(session, RUN_S) for session in sessions]
+    assert {session.status for session in ended} == {"completed"}
+    for session in ended:
+        assert [n.status for n in nodes(session)] == ["completed"] * 4
+    ids = {str(session.pk) for session in sessions}
+    first_ran, second_ran = worker.received() & ids, second.received() & ids
+    assert first_ran | second_ran == ids and not first_ran & second_ran
+    assert first_ran and second_ran, (len(first_ran), len(second_ran))
+
+
+def test_sigterm_ends_a_workers_runs_interrupted_at_once(settings, start_worker, user):
+    queue = new_queue()
+    doomed = start_worker(queue)
+    settings.OPENPROGRAM_EXECUTOR, settings.OPENPROGRAM_CELERY_QUEUE = "celery", queue
+    sessions = [launch(user, "slow_count", LONG_RUN) for _ in range(2)]
+    for session in sessions:
+        under_way(session)
+    assert doomed.terminate() == 0  # a warm shutdown that does not wait for minutes-long runs
+    for session in sessions:
+        session.refresh_from_db()
+        assert session.status == "interrupted" and "shutting down" in session.error
+        assert not Node.objects.filter(session=session, status="running").exists()
