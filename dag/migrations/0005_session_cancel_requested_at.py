@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dag', '0003_launch_budget_and_node_refusal'),
+        ('dag', '0004_api_tokens_hashed'),
     ]
 
     operations = [
