@@ -123,7 +123,9 @@ def test_a_stop_while_queued_never_starts_the_run(settings, start_worker, user):
     assert (session.status, session.started_at, nodes(session)) == ("cancelled", None, [])
 
 
-def test_twenty_sessions_on_two_workers_all_complete_and_both_are_used(worker, start_worker, on_celery, user):
+def test_twenty_sessions_on_two_workers_all_complete_and_both_are_used(worker, start_worker, on_celery, user,
+                                                                        settings):
+    settings.OPENPROGRAM_MAX_ACTIVE_RUNS_PER_USER = 20  # one user launches all twenty at once
     second = start_worker(on_celery)
     sessions = [launch(user, "slow_count", {"n": 3, "delay_s": 0.3}) for _ in range(20)]
     ended = [wait_for_end(session, RUN_S) for session in sessions]
