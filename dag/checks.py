@@ -4,8 +4,23 @@ from __future__ import annotations
 import importlib
 
 from django.core.checks import Error, register
+from django.core.exceptions import ImproperlyConfigured
 
-from .conf import conf
+from .conf import DEFAULTS, conf
+
+
+@register()
+def settings_are_valid(app_configs=None, **kwargs) -> list[Error]:
+    """Every OPENPROGRAM_* setting reads: a typo or an out-of-range value is named at start-up, not as a
+    500 at the first request that needs it."""
+    errors = []
+    for name in DEFAULTS:
+        try:
+            getattr(conf, name)
+        except ImproperlyConfigured as exc:
+            errors.append(Error(str(exc), hint="Fix or unset the variable (README, \"Configuration\").",
+                                id="dag.E003"))
+    return errors
 
 
 @register()

@@ -9,6 +9,7 @@ list, where "" is the empty list).
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -51,6 +52,24 @@ DEFAULTS: dict[str, Any] = {
     # Seconds a session may stay `cancelling` (stop requested, run still going) before the reaper
     # finishes it `cancelled` itself, whatever its run is doing.
     "CANCEL_DEADLINE_S": 30.0,
+    # Password checks (the login page and POST /api/token/ together) per client address: "N/s", "N/min",
+    # "N/hour" or "N/day"; "off" for no limit.
+    "LOGIN_RATE": "10/min",
+    # Models a launch may choose beyond the simulated ones and each configured provider's default model,
+    # as provider:model specs (comma-separated as text), e.g. "openai:gpt-4o,anthropic:claude-haiku-4-5".
+    "MODELS": [],
+}
+# The smallest value each numeric setting may take (a zero poll interval would be a busy loop).
+MINIMUMS: dict[str, float] = {
+    "EXECUTOR_WORKERS": 1, "MAX_ARGS_BYTES": 1, "MAX_ACTIVE_RUNS_PER_USER": 0, "MAX_STORED_BYTES_PER_USER": 0,
+    "WS_HEARTBEAT_S": 0.1, "BROADCAST_WINDOW_S": 0, "WORKER_CONCURRENCY": 1, "CELERY_VISIBILITY_TIMEOUT_S": 1,
+    "STOP_POLL_S": 0.01, "CANCEL_DEADLINE_S": 0.1,
+}
+_RATE = re.compile(r"^\d+/(s|sec|second|m|min|minute|h|hour|d|day)$")
+# Settings whose text has a form of its own: the check, and what to say when it fails.
+FORMATS: dict[str, tuple[Any, str]] = {
+    "LOGIN_RATE": (lambda text: text.strip().lower() in ("off", "none", "0", "") or _RATE.match(text.strip()),
+                   'a rate like "10/min" (per s, min, hour or day), or "off"'),
 }
 # Facts derived from Django's own settings, cached and reloaded the same way: (the setting, how).
 DERIVED: dict[str, tuple[str, Any]] = {
@@ -79,14 +98,19 @@ def _convert(name: str, value: Any) -> Any:
                 raise ValueError
             return text in _TRUE
         if not isinstance(default, (int, float)):
+            if name in FORMATS and not FORMATS[name][0](str(value)):
+                raise ImproperlyConfigured(f"{PREFIX}{name} must be {FORMATS[name][1]}; got {value!r}")
             return value
         if isinstance(value, bool):
             raise TypeError
-        return type(default)(value)
+        number = type(default)(value)
     except (TypeError, ValueError):
         kind = {list: "a list (comma-separated)", int: "a whole number", float: "a number",
                 bool: "on or off (1/0, true/false, yes/no, on/off)"}[type(default)]
         raise ImproperlyConfigured(f"{PREFIX}{name} must be {kind}; got {value!r}") from None
+    if name in MINIMUMS and number < MINIMUMS[name]:
+        raise ImproperlyConfigured(f"{PREFIX}{name} must be at least {MINIMUMS[name]:g}; got {value!r}")
+    return number
 
 
 class Settings:

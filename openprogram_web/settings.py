@@ -27,6 +27,18 @@ def env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in ("1", "true", "yes", "on")
 
 
+def env_number(name: str, default, kind=int):
+    """A number from the environment (unset or blank: `default`); a wrong one is named, not a bare ValueError."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return kind(value)
+    except ValueError:
+        kind_text = "a whole number" if kind is int else "a number"
+        raise ImproperlyConfigured(f"{name} must be {kind_text}; got {value!r}") from None
+
+
 def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
@@ -165,7 +177,7 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 # HTTPS only, browsers are told to use nothing else (HSTS), and a plain-HTTP request is redirected.
 HTTPS = env_bool("HTTPS", False)
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
-SECURE_HSTS_SECONDS = int(os.environ.get("OPENPROGRAM_HSTS_SECONDS", "31536000")) if HTTPS else 0
+SECURE_HSTS_SECONDS = env_number("OPENPROGRAM_HSTS_SECONDS", 31536000) if HTTPS else 0
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("OPENPROGRAM_HSTS_INCLUDE_SUBDOMAINS", False)
 SECURE_SSL_REDIRECT = HTTPS and env_bool("OPENPROGRAM_SSL_REDIRECT", True)
 
@@ -189,7 +201,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 1_000_000  # launch arguments are small; refuse me
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "knox.auth.TokenAuthentication",  # `Authorization: Token <key>`
+        "dag.api.authentication.TokenAuthentication",  # `Authorization: Token <key>` (knox)
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -199,16 +211,18 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     # Proxies in front of the server: the client address the throttles count is the one this many hops
     # back in X-Forwarded-For; 0 (the default) ignores that header, which any client can write.
-    "NUM_PROXIES": int(os.environ.get("OPENPROGRAM_NUM_PROXIES", "0")),
+    "NUM_PROXIES": env_number("OPENPROGRAM_NUM_PROXIES", 0),
 }
 # API tokens (django-rest-knox: stored hashed) stop working this many days after they are issued; 0: never.
-OPENPROGRAM_API_TOKEN_DAYS = float(os.environ.get("OPENPROGRAM_API_TOKEN_DAYS", "90"))
+OPENPROGRAM_API_TOKEN_DAYS = env_number("OPENPROGRAM_API_TOKEN_DAYS", 90.0, float)
 REST_KNOX = {
     "TOKEN_TTL": timedelta(days=OPENPROGRAM_API_TOKEN_DAYS) if OPENPROGRAM_API_TOKEN_DAYS else None,
     "AUTH_HEADER_PREFIX": "Token",
 }
-# Password checks (the login page and POST /api/token/ together) per client address, e.g. "10/min".
-OPENPROGRAM_LOGIN_RATE = os.environ.get("OPENPROGRAM_LOGIN_RATE", "10/min")
+# Password checks (the login page and POST /api/token/ together) per client address (see dag.conf).
+OPENPROGRAM_LOGIN_RATE = os.environ.get("OPENPROGRAM_LOGIN_RATE")
+# Models a launch may choose beyond the simulated ones and each provider's default (see dag.conf).
+OPENPROGRAM_MODELS = os.environ.get("OPENPROGRAM_MODELS")
 SPECTACULAR_SETTINGS = {
     "TITLE": "OpenProgram Web API",
     "DESCRIPTION": "Launch agentic functions, read their call DAG, and stop runs.",

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 
-from django.conf import settings
 from rest_framework.throttling import SimpleRateThrottle
+
+from ..conf import conf
 
 
 class LoginRateThrottle(SimpleRateThrottle):
@@ -18,7 +19,7 @@ class LoginRateThrottle(SimpleRateThrottle):
 
     def get_rate(self):
         # Read at each request (not DRF's THROTTLE_RATES, fixed at import), so a changed setting holds.
-        rate = (settings.OPENPROGRAM_LOGIN_RATE or "").strip()
+        rate = conf.LOGIN_RATE.strip()  # its form is checked by dag.conf (and at start-up, dag.E003)
         return None if rate.lower() in ("", "off", "none", "0") else rate
 
     def get_cache_key(self, request, view):

@@ -1,9 +1,10 @@
-"""Which model a run uses: the server's configured one, or one the launcher chose from those it can run.
+"""Which model a run uses: the server's configured one, or one the launcher chose from those it offers.
 
-A launcher may pick `sim` or `sim:naive` (always there), or a model of a provider this server is set up
-for (OpenAI with OPENAI_API_KEY or OPENAI_BASE_URL, Anthropic with ANTHROPIC_API_KEY or
-ANTHROPIC_AUTH_TOKEN, or the provider OPENPROGRAM_MODEL names). Any other provider, a dotted path to
-a class above all, is refused: choosing one would import code the operator never configured.
+On offer: `sim` and `sim:naive` (always), the server's configured model (OPENPROGRAM_MODEL), the default
+model of each provider this server is set up for (OpenAI with OPENAI_API_KEY or OPENAI_BASE_URL,
+Anthropic with ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN), and the models the operator lists in
+OPENPROGRAM_MODELS. Nothing else: a launcher may not spend the operator's key on a model the operator did
+not offer, nor name a provider class to import.
 """
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import os
 from typing import Optional
 
 from runtime.providers.base import resolve_model, split_model_spec
+
+from ..conf import conf
 
 SIMULATED = {
     "sim": "Simulated model: offline and deterministic, not an LLM; it heeds the recursion guard's note.",
@@ -54,8 +57,11 @@ def available_models() -> list[tuple[str, str]]:
     choices.update({spec: text for spec, text in SIMULATED.items() if spec not in choices})
     for provider in sorted(_configured_providers() & set(DEFAULT_MODELS)):
         spec = f"{provider}:{DEFAULT_MODELS[provider]}"
-        choices.setdefault(spec, f"{provider.capitalize()} ({DEFAULT_MODELS[provider]}); any model name of "
-                                 f"this provider may be given through the API.")
+        choices.setdefault(spec, f"{provider.capitalize()} ({DEFAULT_MODELS[provider]}).")
+    for spec in conf.MODELS:
+        provider = split_model_spec(spec)[0]
+        if provider in _configured_providers():
+            choices.setdefault(spec, "Offered by this server (OPENPROGRAM_MODELS).")
     return list(choices.items())
 
 
@@ -74,4 +80,8 @@ def clean_model(value) -> Optional[str]:
         raise ModelProblem(f"{exc}; this server offers {allowed}") from None
     if provider not in _configured_providers():
         raise ModelProblem(f"provider {provider!r} is not set up on this server; it offers {allowed}")
-    return f"{provider}:{model}" if model else provider
+    spec = f"{provider}:{model}" if model else provider
+    if spec not in {choice for choice, _ in available_models()}:
+        raise ModelProblem(f"model {spec!r} is not offered on this server (an operator may add it to "
+                           f"OPENPROGRAM_MODELS); it offers {allowed}")
+    return spec

@@ -127,3 +127,11 @@ def test_the_migration_hashes_tokens_kept_in_clear(user):
         assert cursor.fetchone()[0] == 0
         cursor.execute("DROP TABLE authtoken_token")
     assert works(clear)
+
+
+@pytest.mark.parametrize("header", [b"Token \xe9\xe9abc", b"Token not-hex-at-all", b"Token \x00\x01"])
+def test_a_token_that_is_not_hex_text_is_a_401_not_a_500(header):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=header.decode("latin-1"))
+    response = client.get("/api/sessions/")
+    assert response.status_code in (401, 403) and "Invalid token" in response.json()["detail"]

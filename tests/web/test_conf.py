@@ -69,3 +69,16 @@ def test_the_readme_configuration_table_lists_every_setting():
     missing = {f"OPENPROGRAM_{name}" for name in DEFAULTS} - named
     assert not missing, f"README's configuration table has no row for {sorted(missing)}"
     assert {"CELERY_BROKER_URL", "REDIS_URL", "DATABASE_URL"} <= named
+
+
+@pytest.mark.parametrize("name, value, words", [
+    ("OPENPROGRAM_STOP_POLL_S", "0", "OPENPROGRAM_STOP_POLL_S must be at least 0.01"),
+    ("OPENPROGRAM_EXECUTOR_WORKERS", "0", "OPENPROGRAM_EXECUTOR_WORKERS must be at least 1"),
+    ("OPENPROGRAM_MAX_ACTIVE_RUNS_PER_USER", "-1", "must be at least 0"),
+    ("OPENPROGRAM_LOGIN_RATE", "10/fortnight", 'OPENPROGRAM_LOGIN_RATE must be a rate like "10/min"'),
+])
+def test_an_out_of_range_or_malformed_setting_is_a_startup_error_naming_it(settings, name, value, words):
+    from django.core.checks import run_checks
+    setattr(settings, name, value)
+    errors = [e for e in run_checks() if e.id == "dag.E003"]
+    assert len(errors) == 1 and words in errors[0].msg

@@ -56,6 +56,7 @@ def test_without_a_choice_the_server_default_is_recorded(api, no_run):
     ("openai:gpt-4o-mini", "provider 'openai' is not set up on this server; it offers sim, sim:naive"),
     ("tests.web.launch_helpers.HangingProvider:x", "provider 'tests.web.launch_helpers.HangingProvider' is not set up"),
     ("gpt-4o", "names no provider"),
+    ("sim:whatever", "model 'sim:whatever' is not offered on this server"),
     (42, "must be a model name"),
     ("x" * 201, "at most 200 characters"),
 ])
@@ -66,9 +67,17 @@ def test_an_unknown_or_unavailable_model_is_a_400(api, no_run, model, words):
     assert not Session.objects.exists()
 
 
-def test_a_configured_provider_may_be_chosen_with_any_model_name(api, no_run, monkeypatch):
+def test_a_provider_model_is_offered_only_as_its_default_or_when_the_operator_lists_it(api, no_run, monkeypatch,
+                                                                                      settings):
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    assert launch(api, model="openai:gpt-4o-mini").json()["model"] == "openai:gpt-4o-mini"
+    refused = launch(api, model="openai:llama3.1:8b")
+    assert refused.status_code == 400 and "not offered on this server" in refused.json()["model"][0]
+    settings.OPENPROGRAM_MODELS = "openai:llama3.1:8b,anthropic:claude-haiku-4-5"  # anthropic: no key here
     assert launch(api, model="openai:llama3.1:8b").json()["model"] == "openai:llama3.1:8b"
+    # With a provider's URL set and no OPENPROGRAM_MODEL, that provider is the server's default ("openai").
+    assert [m["model"] for m in api.get("/api/models/").json()] == [
+        "openai", "sim", "sim:naive", "openai:gpt-4o-mini", "openai:llama3.1:8b"]
 
 
 def test_the_form_offers_the_models_and_run_again_keeps_the_choice_and_names_the_session(logged_in, no_run):
