@@ -100,6 +100,8 @@ class Leases:
         while not self._wake.wait(conf.HEARTBEAT_S):
             try:
                 self.beat()
+                if not self.sessions:
+                    connection.close()  # kept only while there are leases to renew
             except Exception:  # a database hiccup must not end the heartbeat; the next beat reconnects
                 log.exception("heartbeat of worker %s failed", self.worker)
                 connection.close()

@@ -22,18 +22,18 @@ log = logging.getLogger(__name__)
 ORPHANED = "the process running this session ended before the session did"
 
 
-def run_session(session_id, *, worker: str | None = None) -> None:
+def run_session(session_id) -> None:
     """Claim the session under this process's lease and run its function, recording into its DAG.
 
     Any executor calls this in the process (and thread) where the run happens; it holds the lease
     (`dag.runs.leases`: the heartbeat and the reaper start with the process's first run), and every
-    write of the run is fenced by it. `worker` overrides the lease holder's id (tests).
+    write of the run is fenced by it.
 
     The run's own failures end the session and stop here. SystemExit and KeyboardInterrupt end the
     session too, then propagate: they ask the process (or the CLI) to stop, which is not the run's to
     swallow.
     """
-    lease = worker or leases.worker_id()
+    lease = leases.worker_id()
     session = write_path.claim_session(session_id, worker=lease)
     if session is None:
         return

@@ -68,4 +68,5 @@ def _run() -> None:
             reap()
         except Exception:  # a database hiccup must not end the reaper; the next pass reconnects
             log.exception("reaper pass failed")
-            connection.close()
+        finally:
+            connection.close()  # not held between passes (it would keep a test database from being dropped)
