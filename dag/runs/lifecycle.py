@@ -93,8 +93,8 @@ def recover_at_start(*, in_process: bool, now=None) -> int:
     in the server's own process (`in_process`), the previous server's: sessions running under a worker
     id of this host whose process is gone, or claimed without a lease. Sessions with a live lease (a
     worker's, a `run_function` still going) are left running, and queued sessions are left queued:
-    with Celery they wait in the broker, and the in-process executor picks them up when it starts
-    (`InProcessExecutor.resume_queued`).
+    with Celery they wait in the broker. (With the in-process executor, a session queued in a server
+    that died stays queued until stopped: picking those up at server start is not built yet.)
     """
     from . import reaper  # it imports the write path's lease functions; keep this module's imports light
 
