@@ -20,7 +20,8 @@ or the heartbeat finds the database ahead of what was sent, it re-reads the chan
 On the in-memory layer (the embedded default) no message from another process can arrive: a session
 that a `run_function` process (or any process but this one) runs would only move at each heartbeat.
 So there the consumer follows the database itself, reading the session's revision every
-`REMOTE_POLL_S` seconds while the session is not run by this process and has not ended.
+`REMOTE_POLL_S` seconds while another worker holds the session and it has not ended (a session this
+process runs is left to the layer, so the two never race).
 """
 from __future__ import annotations
 
@@ -234,6 +235,10 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
                 rev, worker, status = state
                 if worker == me:
                     return  # runs here: its changes come through the layer
+                if not worker:  # not claimed (yet), or claimed without a lease: nothing to follow
+                    if status in Session.TERMINAL:
+                        return
+                    continue
                 if rev > self.rev:
                     async with self._lock:
                         if rev > self.rev and not await self._send_changes(self.rev):
