@@ -26,6 +26,7 @@ from django.utils import timezone
 from ..conf import conf
 from ..models import Session
 from ..recording import write_path
+from . import stop
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,7 @@ def _run() -> None:
         time.sleep(max(conf.LEASE_S / 2, 0.1))
         try:
             reap()
+            stop.finish_overdue_cancellations()  # the other kind of session no run will finish
         except Exception:  # a database hiccup must not end the reaper; the next pass reconnects
             log.exception("reaper pass failed")
         finally:
