@@ -16,15 +16,16 @@ from .recording.values import preview
 
 @admin.register(Session)
 class SessionAdmin(admin.ModelAdmin):
-    list_display = ("id", "function", "owner", "status", "node_count", "rev", "args_preview", "created_at",
-                    "finished_at")
+    list_display = ("id", "function", "owner", "status", "worker", "heartbeat_at", "node_count", "rev",
+                    "args_preview", "created_at", "finished_at")
     list_filter = ("status", "function", "cancel_requested")
+    # The lease: which process runs it ("hostname:pid") and when it last renewed that (its last heartbeat).
     search_fields = ("id", "function", "owner__username")
     date_hierarchy = "created_at"
     list_select_related = ("owner",)
     fields = ("id", "owner", "function", "args", "status", "cancel_requested", "result", "error", "model",
               "budget", "budget_spend", "launch_budget", "rev", "node_count", "nodes_link", "created_at",
-              "started_at", "finished_at")
+              "started_at", "finished_at", "worker", "heartbeat_at")
     # Everything but the owner: what a run did is its record, and changing it here would bypass the run.
     readonly_fields = tuple(name for name in fields if name != "owner")
 

@@ -34,6 +34,11 @@ DEFAULTS: dict[str, Any] = {
     "MAX_STORED_BYTES_PER_USER": 200_000_000,
     # Seconds between websocket heartbeats (each also repairs a lost last message from the database).
     "WS_HEARTBEAT_S": 5.0,
+    # A run's lease, seconds: a running session whose heartbeat is older is written off `interrupted`
+    # by the reaper (dag.runs.reaper), and its run's later writes are refused.
+    "LEASE_S": 15.0,
+    # Seconds between heartbeats, each renewing every lease of a process in one query (dag.runs.leases).
+    "HEARTBEAT_S": 2.0,
     # The window in which a burst of DAG changes is coalesced into one channel-layer message, seconds.
     "BROADCAST_WINDOW_S": 0.02,
     # Sessions one Celery worker (`make worker`) runs at once, each on a thread of its pool.

@@ -44,6 +44,11 @@ class Session(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The run's lease (dag.runs.leases): the process that claimed it ("hostname:pid", "" before a claim)
+    # and when that process last renewed it. A running session whose heartbeat is older than
+    # OPENPROGRAM_LEASE_S is written off by the reaper, and the old run's writes are refused from then on.
+    worker = models.CharField(max_length=255, blank=True, default="")
+    heartbeat_at = models.DateTimeField("last heartbeat", null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -84,6 +89,7 @@ class Session(models.Model):
             "created_at": _iso(self.created_at),
             "started_at": _iso(self.started_at),
             "finished_at": _iso(self.finished_at),
+            "worker": self.worker or None,
         }
 
 

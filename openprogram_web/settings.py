@@ -249,6 +249,8 @@ OPENPROGRAM_CELERY_VISIBILITY_TIMEOUT_S = os.environ.get("OPENPROGRAM_CELERY_VIS
 OPENPROGRAM_STOP_PUBSUB = os.environ.get("OPENPROGRAM_STOP_PUBSUB")
 OPENPROGRAM_STOP_POLL_S = os.environ.get("OPENPROGRAM_STOP_POLL_S")
 OPENPROGRAM_CANCEL_DEADLINE_S = os.environ.get("OPENPROGRAM_CANCEL_DEADLINE_S")
+OPENPROGRAM_LEASE_S = os.environ.get("OPENPROGRAM_LEASE_S")
+OPENPROGRAM_HEARTBEAT_S = os.environ.get("OPENPROGRAM_HEARTBEAT_S")
 
 # --- the rest ---------------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"

@@ -54,6 +54,8 @@ class SessionSerializer(AsDictSerializer):
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
+    worker = serializers.CharField(allow_null=True, help_text='The process running (or that ran) the session, '
+                                   '"hostname:pid"; null before it was claimed.')
 
 
 class NodeSerializer(AsDictSerializer):

@@ -16,6 +16,12 @@ stream (`NoSuchStreamConsumer`).
 The database is the truth: the consumer joins the session's group *before* reading the snapshot and
 drops live messages the snapshot already covers; when the layer loses or reorders a message (a rev gap),
 or the heartbeat finds the database ahead of what was sent, it re-reads the changes from the database.
+
+On the in-memory layer (the embedded default) no message from another process can arrive: a session
+that a `run_function` process (or any process but this one) runs would only move at each heartbeat.
+So there the consumer follows the database itself, reading the session's revision every
+`REMOTE_POLL_S` seconds while another worker holds the session and it has not ended (a session this
+process runs is left to the layer, so the two never race).
 """
 from __future__ import annotations
 
@@ -29,6 +35,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocke
 
 from ..conf import conf
 from ..models import Node, Session
+from ..runs.leases import worker_id
 from . import broadcast
 from .frames import live_frames, snapshot_frames
 
@@ -91,6 +98,16 @@ def current_rev(session_id: uuid.UUID) -> int | None:
     return Session.objects.filter(pk=session_id).values_list("rev", flat=True).first()
 
 
+def run_state(session_id: uuid.UUID) -> tuple[int, str, str] | None:
+    """The session's (rev, worker, status), None if it is gone."""
+    return Session.objects.filter(pk=session_id).values_list("rev", "worker", "status").first()
+
+
+# How often a consumer on the in-memory layer reads a session run by another process (seconds): the
+# latency of its live view, at one indexed read per interval and viewer.
+REMOTE_POLL_S = 0.2
+
+
 class SessionConsumer(AsyncJsonWebsocketConsumer):
     session_id: uuid.UUID | None = None
     group: str | None = None
@@ -99,7 +116,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self):
         broadcast.bind_loop(asyncio.get_running_loop())
         self._lock = asyncio.Lock()
-        self._heartbeat_task = None
+        self._heartbeat_task = self._follow_task = None
         # Accept before refusing: a close code only reaches a browser on an open socket (a refused
         # handshake shows up as an anonymous 1006).
         await self.accept()
@@ -122,10 +139,13 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             if not await self._send_changes(since_rev):
                 return
         self._heartbeat_task = asyncio.create_task(self._beat())
+        if conf.IN_MEMORY_LAYER:
+            self._follow_task = asyncio.create_task(self._follow_other_process())
 
     async def disconnect(self, code):
-        if self._heartbeat_task is not None:
-            self._heartbeat_task.cancel()
+        for task in (self._heartbeat_task, self._follow_task):
+            if task is not None:
+                task.cancel()
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
@@ -201,6 +221,34 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             raise
         except Exception:
             log.exception("heartbeat of session %s stopped", self.session_id)
+
+
+    async def _follow_other_process(self):
+        """In-memory layer only: read the changes of a run in another process from the database."""
+        me = worker_id()
+        try:
+            while True:
+                await asyncio.sleep(REMOTE_POLL_S)
+                state = await database_sync_to_async(run_state)(self.session_id)
+                if state is None:
+                    return  # gone: the heartbeat closes the stream
+                rev, worker, status = state
+                if worker == me:
+                    return  # runs here: its changes come through the layer
+                if not worker:  # not claimed (yet), or claimed without a lease: nothing to follow
+                    if status in Session.TERMINAL:
+                        return
+                    continue
+                if rev > self.rev:
+                    async with self._lock:
+                        if rev > self.rev and not await self._send_changes(self.rev):
+                            return
+                elif status in Session.TERMINAL:
+                    return  # ended, and everything up to its end was sent
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("following session %s from the database stopped", self.session_id)
 
 
 class NoSuchStreamConsumer(AsyncWebsocketConsumer):

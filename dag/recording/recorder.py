@@ -55,10 +55,16 @@ def recorded_ancestor(frame: Optional[Frame]) -> Optional[Frame]:
 
 
 class DjangoRecorder(Recorder):
-    """Writes the calls of one run into `session`'s DAG (a `Session` or its id)."""
+    """Writes the calls of one run into `session`'s DAG (a `Session` or its id).
 
-    def __init__(self, session):
+    `lease`: the worker id the run claimed the session with. Every write is then fenced by it: once the
+    session has ended or another worker holds it, the write is refused and raises `WriteRefused` (a
+    `CancelledError`) into the run, which stops.
+    """
+
+    def __init__(self, session, lease: Optional[str] = None):
         self.session_id = session.pk if isinstance(session, Session) else Session._meta.pk.to_python(session)
+        self.lease = lease
         # Nodes this recorder opened and has not closed yet, by id: their state for the backfill.
         self._open: dict[int, Node] = {}
         self._offload = LoopOffload()
@@ -80,7 +86,7 @@ class DjangoRecorder(Recorder):
         node = self._open.pop(frame.node, None)
         if node is None:
             return
-        self._off_loop(write_path.finish_node, node, status=status, output=json_safe(output),
+        self._off_loop(write_path.finish_node, node, lease=self.lease, status=status, output=json_safe(output),
                        error=error_text(error))
 
     def function_refused(self, frame: Frame, error: BaseException) -> None:
@@ -94,7 +100,7 @@ class DjangoRecorder(Recorder):
                 finished: Optional[datetime], refusal: str = "") -> Node:
         parent = recorded_ancestor(frame.parent)
         return write_path.create_node(
-            self.session_id, kind=Node.Kind.CODE, name=frame.name, status=status,
+            self.session_id, lease=self.lease, kind=Node.Kind.CODE, name=frame.name, status=status,
             parent_id=parent.node if parent is not None else None,
             input=recorded_arguments(frame), output=None, doc=frame.doc, depth=frame.depth,
             name_depth=frame.name_depth, expose=frame.expose, render_range=frame.render_range,
@@ -108,7 +114,7 @@ class DjangoRecorder(Recorder):
         owner = recorded_ancestor(frame)
         model = request.get("model") or ""
         node = self._off_loop(
-            write_path.create_node, self.session_id,
+            write_path.create_node, self.session_id, lease=self.lease,
             kind=Node.Kind.LLM, name="llm", status=Node.Status.RUNNING,
             parent_id=owner.node if owner is not None else None,
             input=json_safe({key: request.get(key) for key in ("system", "messages", "tools", "model")}),
@@ -127,14 +133,15 @@ class DjangoRecorder(Recorder):
         output = None
         if reply is not None:
             output = json_safe({"text": reply.get("text"), "tool_calls": reply.get("tool_calls") or []})
-        self._off_loop(write_path.finish_node, node, status=status, output=output,
+        self._off_loop(write_path.finish_node, node, lease=self.lease, status=status, output=output,
                        usage=json_safe(usage) if usage is not None else None, error=error_text(error))
 
     # -- the session -----------------------------------------------------------------------------
 
     def budget_updated(self, limits: dict, spend: dict) -> None:
         """A delegation budget's limits or spend changed: keep them on the session for viewers."""
-        self._off_loop(lambda: write_path.update_session(self.session_id, budget=limits, budget_spend=spend))
+        self._off_loop(lambda: write_path.update_session(self.session_id, lease=self.lease, budget=limits,
+                                                         budget_spend=spend))
 
     # -- context for model calls -----------------------------------------------------------------
 

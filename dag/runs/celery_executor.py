@@ -12,7 +12,7 @@ import threading
 
 from celery import shared_task
 from celery.exceptions import Reject
-from celery.signals import worker_process_shutdown, worker_shutting_down
+from celery.signals import worker_process_shutdown, worker_ready, worker_shutting_down
 from django.db import transaction
 from kombu.utils.url import maybe_sanitize_url
 
@@ -66,6 +66,18 @@ def run_session_task(session_id: str) -> None:
         # Not started: back to the queue for another worker (acknowledging it would strand the session).
         raise Reject("this worker is shutting down", requeue=True)
     run_in_this_thread(session_id)
+
+
+@worker_ready.connect
+def recover_and_reap_at_start(**kwargs) -> None:
+    """A worker starting up writes off only expired leases (never another live worker's runs), then
+    keeps reaping: every process that runs sessions runs a reaper (dag.runs.reaper)."""
+    from . import lifecycle, reaper
+
+    count = lifecycle.recover_at_start(in_process=False)
+    if count:
+        log.warning("worker start: %d session(s) with an expired lease marked interrupted", count)
+    reaper.start()
 
 
 @worker_shutting_down.connect

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 
 from runtime import CancelledError, create_runtime, use_recorder, use_runtime
 
 from ..models import Session
 from ..recording import write_path
 from ..recording.recorder import DjangoRecorder, error_text
-from . import catalog, launch_budget, stop
+from . import catalog, launch_budget, leases, stop
 
 log = logging.getLogger(__name__)
 
@@ -22,26 +23,32 @@ ORPHANED = "the process running this session ended before the session did"
 
 
 def run_session(session_id) -> None:
-    """Run the session's function with its arguments, recording into its DAG.
+    """Claim the session under this process's lease and run its function, recording into its DAG.
+
+    Any executor calls this in the process (and thread) where the run happens; it holds the lease
+    (`dag.runs.leases`: the heartbeat and the reaper start with the process's first run), and every
+    write of the run is fenced by it.
 
     The run's own failures end the session and stop here. SystemExit and KeyboardInterrupt end the
     session too, then propagate: they ask the process (or the CLI) to stop, which is not the run's to
     swallow.
     """
-    session = write_path.claim_session(session_id)
+    lease = leases.worker_id()
+    session = write_path.claim_session(session_id, worker=lease)
     if session is None:
         return
     try:
         tool = catalog.get(session.function).tool
         kwargs = tool.validate(session.args)
     except Exception as exc:  # the function was removed or changed its parameters since the launch
-        write_path.finish_session(session_id, Session.Status.ERROR, error=str(exc))
+        write_path.finish_session(session_id, Session.Status.ERROR, error=str(exc), lease=lease)
         return
     status, result, error = Session.Status.COMPLETED, None, ""
     leaving: BaseException | None = None
-    recorder = DjangoRecorder(session)
+    recorder = DjangoRecorder(session, lease=lease)
     model_runtime = create_runtime(model=session.model or None)  # the model the launch chose
-    with stop.watch(session_id) as signal, use_recorder(recorder), use_runtime(model_runtime):
+    with leases.held(session_id), stop.watch(session_id) as signal, use_recorder(recorder), \
+            use_runtime(model_runtime):
         try:
             with launch_budget.opened(session.launch_budget):
                 outcome = tool(**kwargs)
@@ -58,13 +65,15 @@ def run_session(session_id) -> None:
         finally:
             recorder.close()  # its write thread for event-loop code, if the run started one
             model_runtime.close()
-    write_path.finish_session(session_id, status, result=result, error=error)
+    # Fenced too: a run that was written off (reaped, force-finished) changes nothing here.
+    write_path.finish_session(session_id, status, result=result, error=error, lease=lease)
     if leaving is not None:
         raise leaving
 
 
 def _stopped_status(signal: stop.StopSignal) -> str:
-    return Session.Status.INTERRUPTED if signal.reason == stop.SHUTDOWN else Session.Status.CANCELLED
+    stopped_by_request = signal.reason == stop.STOPPED or not signal.is_set
+    return Session.Status.CANCELLED if stopped_by_request else Session.Status.INTERRUPTED
 
 
 def request_stop(session_id) -> Session:
@@ -77,14 +86,40 @@ def request_stop(session_id) -> Session:
     return session
 
 
-def interrupt_orphaned_sessions() -> int:
-    """Mark every queued or running session interrupted; for startup, when no run of ours is alive.
+def recover_at_start(*, in_process: bool, now=None) -> int:
+    """End the sessions no process will finish, at server or worker start; how many were ended.
 
-    Only valid when every executor that could hold these sessions has died with the previous process
-    (the embedded in-process executor); returns how many sessions were interrupted.
+    Only what is provably dead: sessions whose lease expired (the reaper's pass), and, when runs execute
+    in the server's own process (`in_process`), the previous server's: sessions running under a worker
+    id of this host whose process is gone, or claimed without a lease. Sessions with a live lease (a
+    worker's, a `run_function` still going) are left running, and queued sessions are left queued:
+    with Celery they wait in the broker. (With the in-process executor, a session queued in a server
+    that died stays queued until stopped: picking those up at server start is not built yet.)
     """
-    orphaned = Session.objects.filter(status__in=[Session.Status.QUEUED, Session.Status.RUNNING])
-    count = 0
-    for session_id in orphaned.values_list("pk", flat=True):
-        count += write_path.finish_session(session_id, Session.Status.INTERRUPTED, error=ORPHANED)
+    from . import reaper  # it imports the write path's lease functions; keep this module's imports light
+
+    count = len(reaper.reap(now))
+    if not in_process:
+        return count
+    host = leases.worker_id().rsplit(":", 1)[0]
+    running = Session.objects.filter(status=Session.Status.RUNNING).values_list("pk", "worker")
+    for session_id, worker in running:
+        if worker and not _dead_process_of(host, worker):
+            continue
+        error = ORPHANED + (f" (worker {worker})" if worker else "")
+        count += write_path.finish_session(session_id, Session.Status.INTERRUPTED, error=error)
     return count
+
+
+def _dead_process_of(host: str, worker: str) -> bool:
+    """True if `worker` ("hostname:pid") was a process of this host that no longer exists."""
+    worker_host, _, pid = worker.rpartition(":")
+    if worker_host != host or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False

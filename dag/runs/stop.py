@@ -42,6 +42,7 @@ RESUBSCRIBE_S = 2.0
 
 STOPPED = "stopped"
 SHUTDOWN = "shutdown"
+LEASE_LOST = "lease lost"  # the session was written off (reaped, ended elsewhere) or another worker holds it
 
 
 class StopSignal:
@@ -49,7 +50,8 @@ class StopSignal:
 
     def __init__(self, session_id):
         self.session_id = str(session_id)
-        self.reason: Optional[str] = None  # STOPPED (by request) or SHUTDOWN (the process is exiting)
+        # STOPPED (by request), SHUTDOWN (the process is exiting) or LEASE_LOST (dag.runs.leases)
+        self.reason: Optional[str] = None
         self._event = threading.Event()
         self._lock = threading.Lock()
 
@@ -66,8 +68,11 @@ class StopSignal:
 
     def raise_if_set(self) -> None:
         if self._event.is_set():
-            raise CancelledError(f"session {self.session_id} was stopped"
-                                 + (" because the server is shutting down" if self.reason == SHUTDOWN else ""))
+            raise CancelledError(f"session {self.session_id} was stopped" + _BECAUSE.get(self.reason, ""))
+
+
+_BECAUSE = {SHUTDOWN: " because the server is shutting down",
+            LEASE_LOST: " because this worker lost its lease (the session was written off or is held elsewhere)"}
 
 
 _current_signal: ContextVar[Optional[StopSignal]] = ContextVar("openprogram_stop_signal", default=None)

@@ -1,14 +1,16 @@
-"""`manage.py interrupt_orphaned_runs`: at server start, end sessions whose process died as `interrupted`."""
+"""`manage.py interrupt_orphaned_runs`: at start-up, end as `interrupted` the sessions no process will finish."""
 from django.core.management.base import BaseCommand
 
-from dag.runs.lifecycle import interrupt_orphaned_sessions
+from dag.runs.executors import InProcessExecutor, get_executor
+from dag.runs.lifecycle import recover_at_start
 
 
 class Command(BaseCommand):
-    help = ("Mark queued and running sessions as interrupted. Run it when starting the embedded server, "
-            "before any run starts: with the in-process executor, no earlier run can still be alive.")
+    help = ("Mark interrupted the running sessions whose lease expired and, with the in-process executor, "
+            "those of a previous server on this host (its process is gone). Sessions with a live lease "
+            "and queued sessions are left alone, so it is safe while workers run sessions.")
 
     def handle(self, *args, **options):
-        count = interrupt_orphaned_sessions()
+        count = recover_at_start(in_process=isinstance(get_executor(), InProcessExecutor))
         if count:
-            self.stdout.write(f"Marked {count} session(s) left over from a previous server as interrupted.")
+            self.stdout.write(f"Marked {count} session(s) that no process will finish as interrupted.")

@@ -4,22 +4,30 @@ Nothing else in the project writes `Session` or `Node` rows (tests/web/recording
 test_write_path_owns_writes.py scans for writes elsewhere). Each function below is one transaction in
 one style, a `WriteTransaction`. A change to an existing session begins with `revision.advance` (bump
 the session's revision, hold its row lock: the one place a fence can refuse a write) and hands its
-changes to `dag.live.broadcast.publish` after the commit; creating a session (launch, import) publishes
+changes to `dag.live.broadcast.publish` after the commit (the heartbeat alone changes nothing a viewer
+sees, so it neither advances nor publishes); creating a session (launch, import) publishes
 nothing, since no one can be watching it yet:
 
 - launch: `queue_session`;
 - recording: `create_node`, `finish_node` (the recorder's hot path, through prepared SQL in `sql`);
-- a run's status: `claim_session`, `set_session_status`, `finish_session` (status and open nodes at once);
+- a run's status: `claim_session` (with the run's lease), `set_session_status`, `finish_session` (status
+  and open nodes at once);
+- leases: `renew_leases` (the heartbeat: one UPDATE, no revision), `end_expired_lease` (the reaper);
 - stop: `record_stop_request`; crashes and stops: `close_open_nodes`;
 - other session fields (a budget's spend, an admin's edit): `update_session`; deletion: `delete_sessions`;
 - import: `insert_imported_session`.
+
+A run's writes pass `lease=` (its worker id): `advance` refuses them with `WriteRefused` (a runtime
+`CancelledError`) once the session has ended or another worker holds it.
 """
 from .imports import insert_imported_session
+from .leases import end_expired_lease, renew_leases
 from .nodes import close_open_nodes, create_node, finish_node
-from .revision import node_message, session_message
+from .revision import WriteRefused, node_message, session_message
 from .sessions import (NODE_STATUS_AT_END, STOPPED_BEFORE_START, claim_session, delete_sessions, finish_session,
                        queue_session, record_stop_request, set_session_status, update_session)
 
-__all__ = ["NODE_STATUS_AT_END", "STOPPED_BEFORE_START", "claim_session", "close_open_nodes", "create_node",
-           "delete_sessions", "finish_node", "finish_session", "insert_imported_session", "node_message",
-           "queue_session", "record_stop_request", "session_message", "set_session_status", "update_session"]
+__all__ = ["NODE_STATUS_AT_END", "STOPPED_BEFORE_START", "WriteRefused", "claim_session", "close_open_nodes",
+           "create_node", "delete_sessions", "end_expired_lease", "finish_node", "finish_session",
+           "insert_imported_session", "node_message", "queue_session", "record_stop_request", "renew_leases",
+           "session_message", "set_session_status", "update_session"]

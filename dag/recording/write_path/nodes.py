@@ -5,7 +5,7 @@ ended (a stop or a crash closed it first) is dropped and reported as `False`.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from django.utils import timezone
 
@@ -15,26 +15,29 @@ from .revision import advance, node_message, publish_after_commit
 from .write_transaction import WriteTransaction
 
 
-def create_node(session_id, **fields: Any) -> Node:
-    """Insert a node at the session's next `seq`, stamped with a new revision, and publish it."""
+def create_node(session_id, *, lease: Optional[str] = None, **fields: Any) -> Node:
+    """Insert a node at the session's next `seq`, stamped with a new revision, and publish it.
+
+    `lease`: the worker id of the run that writes (fenced: WriteRefused once it no longer holds the session).
+    """
     with WriteTransaction() as tx:
-        rev, count = advance(tx, session_id, nodes=1)
+        rev, count = advance(tx, session_id, nodes=1, lease=lease)
         node = sql.new_node(session_id=session_id, seq=count - 1, rev=rev, **fields)
         sql.insert_node(tx, node)
         publish_after_commit(tx, session_id, [node_message(node)])
     return node
 
 
-def finish_node(node: Node, **fields: Any) -> bool:
+def finish_node(node: Node, *, lease: Optional[str] = None, **fields: Any) -> bool:
     """Backfill `node` (status, output, error, finished_at...) unless it has ended already.
 
     `node` is the caller's in-memory copy, updated in place on success, so no read is needed.
     Returns False, changing nothing, when the node is no longer running: a late exit never turns
-    `cancelled` into `completed`.
+    `cancelled` into `completed`. `lease` fences the write as in `create_node`.
     """
     fields.setdefault("finished_at", timezone.now())
     with WriteTransaction() as tx:
-        rev, _ = advance(tx, node.session_id)
+        rev, _ = advance(tx, node.session_id, lease=lease)
         if not sql.update_running_node(tx, node.pk, {**fields, "rev": rev}):
             tx.discard()  # give the revision back: nothing changed
             return False

@@ -7,8 +7,17 @@ queue behind each other, `seq` stays gap-free, and revisions are committed in in
 "everything after revision R" never misses a change that a later revision already shows. Because every
 write passes through it, it is also the one place where a write can be refused for a whole session (a
 fence such as a run's lease goes in its WHERE clause).
+
+The lease fence: a write made by a run passes `lease` (the worker id that claimed the session), and
+`advance` then matches the session only while it has not ended and no other worker holds it. A refused
+write raises `WriteRefused` inside its transaction, so nothing of it is kept; it is a runtime
+`CancelledError`, so the run that made it stops where it is.
 """
 from __future__ import annotations
+
+from typing import Optional
+
+from runtime import CancelledError
 
 from ...live import broadcast
 from ...models import Node, Session
@@ -16,14 +25,27 @@ from . import sql
 from .write_transaction import WriteTransaction
 
 
-def advance(tx: WriteTransaction, session_id, *, revs: int = 1, nodes: int = 0) -> tuple[int, int]:
+class WriteRefused(CancelledError):
+    """A run wrote to a session it no longer holds: the session has ended (a stop, the reaper) or its
+    lease belongs to another worker. Nothing was written; the run is to stop."""
+
+
+def advance(tx: WriteTransaction, session_id, *, revs: int = 1, nodes: int = 0,
+            lease: Optional[str] = None) -> tuple[int, int]:
     """Add `revs` to the session's revision and `nodes` to its node count; return both new values.
 
-    `revs=0` only locks the session (for a write that first reads what it will change).
+    `revs=0` only locks the session (for a write that first reads what it will change). With `lease`
+    (a run's worker id), the write is fenced: WriteRefused unless the run still holds the session.
     """
-    advanced = sql.advance(tx, session_id, revs, nodes)
+    advanced = sql.advance(tx, session_id, revs, nodes, lease)
     if advanced is None:
-        raise Session.DoesNotExist(f"session {session_id} does not exist (was it deleted?)")
+        held = sql.lease_of(tx, session_id) if lease is not None else None
+        if held is None:
+            raise Session.DoesNotExist(f"session {session_id} does not exist (was it deleted?)")
+        status, worker = held
+        why = f"it has ended {status}" if status in Session.TERMINAL else f"worker {worker} holds its lease"
+        raise WriteRefused(f"session {session_id} no longer belongs to this run ({lease}): {why}; "
+                           f"the write was refused and the run stops")
     return advanced
 
 

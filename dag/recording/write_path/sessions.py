@@ -19,7 +19,7 @@ from django.utils import timezone
 from ...models import Node, Session
 from ..values import clean_text, json_safe
 from .nodes import close_open_nodes_in
-from .revision import advance, publish_after_commit, session_message
+from .revision import WriteRefused, advance, publish_after_commit, session_message
 from .write_transaction import WriteTransaction
 
 STOPPED_BEFORE_START = "stopped before it started"
@@ -50,12 +50,16 @@ def queue_session(owner, **fields: Any) -> Session:
         return Session.objects.create(owner=owner, status=Session.Status.QUEUED, **_json_safe_fields(fields))
 
 
-def update_session(session_id, *, unless_terminal: bool = False, **fields: Any) -> Optional[Session]:
+def update_session(session_id, *, unless_terminal: bool = False, lease: Optional[str] = None,
+                   **fields: Any) -> Optional[Session]:
     """Change session fields with a new revision and publish it; the session as stored, or None.
 
-    With `unless_terminal`, a session that has already ended is left alone (None is returned).
+    With `unless_terminal`, a session that has already ended is left alone (None is returned). With
+    `lease` (a run's worker id), the write is fenced: WriteRefused once the run no longer holds it.
     """
     with WriteTransaction(lean=False) as tx:
+        if lease is not None:
+            advance(tx, session_id, revs=0, lease=lease)
         session = update_session_in(tx, session_id, unless_terminal=unless_terminal, **fields)
         if session is None:
             tx.discard()  # give the revision back: nothing changed
@@ -99,25 +103,30 @@ def set_session_status(session_id, status: str, *, result: Any = _UNSET, error: 
     return update_session(session_id, unless_terminal=True, **_status_fields(status, result, error)) is not None
 
 
-def finish_session(session_id, status: str, *, result: Any = None, error: str = "") -> bool:
+def finish_session(session_id, status: str, *, result: Any = None, error: str = "",
+                   lease: Optional[str] = None) -> bool:
     """Give the session terminal `status` and close its open nodes, in one transaction.
 
     Compare-and-set: it wins (True) only if the session had not ended yet; otherwise nothing changes
-    (False), and only the winner closes nodes.
+    (False), and only the winner closes nodes. With `lease` (the run finishing itself), it also loses
+    when another worker holds the session.
     """
-    with WriteTransaction(lean=False) as tx:
-        won = finish_session_in(tx, session_id, status, result=result, error=error)
-        if not won:
-            tx.discard()
+    try:
+        with WriteTransaction(lean=False) as tx:
+            won = finish_session_in(tx, session_id, status, result=result, error=error, lease=lease)
+            if not won:
+                tx.discard()
+    except WriteRefused:
+        return False
     return won
 
 
 def finish_session_in(tx: WriteTransaction, session_id, status: str, *, result: Any = None,
-                      error: str = "") -> bool:
+                      error: str = "", lease: Optional[str] = None) -> bool:
     if status not in Session.TERMINAL:
         raise ValueError(f"status must be a terminal session status ({', '.join(sorted(Session.TERMINAL))}); "
                          f"got {status!r}")
-    advance(tx, session_id, revs=0)  # hold the session's lock from the check to the change
+    advance(tx, session_id, revs=0, lease=lease)  # hold the session's lock from the check to the change
     if Session.objects.filter(pk=session_id, status__in=Session.TERMINAL).exists():
         return False
     fields = _status_fields(status, result, error)
@@ -125,11 +134,13 @@ def finish_session_in(tx: WriteTransaction, session_id, status: str, *, result: 
     return update_session_in(tx, session_id, unless_terminal=True, **fields) is not None
 
 
-def claim_session(session_id) -> Optional[Session]:
-    """Move a queued session to `running` and return it; None if it must not run.
+def claim_session(session_id, *, worker: str = "", now=None) -> Optional[Session]:
+    """Move a queued session to `running` under `worker`'s lease and return it; None if it must not run.
 
-    A session that is gone, already claimed or ended is left alone; one whose stop was persisted while
-    it was queued is finished `cancelled` instead (it never starts).
+    The lease is the worker id ("hostname:pid") and a first heartbeat at `now`; without a worker the
+    session is claimed without a lease (no heartbeat, nothing for the reaper). A session that is gone,
+    already claimed or ended is left alone; one whose stop was persisted while it was queued is finished
+    `cancelled` instead (it never starts).
     """
     with WriteTransaction(lean=False) as tx:
         try:
@@ -142,7 +153,9 @@ def claim_session(session_id) -> Optional[Session]:
         if session.cancel_requested:
             finish_session_in(tx, session_id, Session.Status.CANCELLED, error=STOPPED_BEFORE_START)
             return None
-        return update_session_in(tx, session_id, unless_terminal=True, **_status_fields(Session.Status.RUNNING))
+        lease = {"worker": worker, "heartbeat_at": now or timezone.now()} if worker else {}
+        return update_session_in(tx, session_id, unless_terminal=True, **_status_fields(Session.Status.RUNNING),
+                                 **lease)
 
 
 def record_stop_request(session_id) -> Session:

@@ -58,32 +58,61 @@ def _prepare(values, preparers, connection) -> list:
             for value, prepare in zip(values, preparers)]
 
 
+# A run's write is fenced by its lease: it passes only while the session has not ended and no other
+# worker holds it ("" is a session claimed without a lease, e.g. by a test or an older version).
+_TERMINAL = tuple(sorted(Session.TERMINAL))
+
+
 @lru_cache(maxsize=8)
-def _advance_sql(vendor: str, returning: bool) -> tuple[str, Optional[str]]:
+def _advance_sql(vendor: str, returning: bool, fenced: bool) -> tuple[str, Optional[str]]:
     quote = _quote_name()
     table, rev, count, pk = (quote(n) for n in (Session._meta.db_table, "rev", "node_count", "id"))
     update = f"UPDATE {table} SET {rev} = {rev} + %s, {count} = {count} + %s WHERE {pk} = %s"
+    if fenced:
+        terminal = ", ".join(["%s"] * len(_TERMINAL))
+        update += f" AND {quote('status')} NOT IN ({terminal}) AND {quote('worker')} IN (%s, '')"
     if returning:
         return placeholders(f"{update} RETURNING {rev}, {count}", vendor), None
     return (placeholders(update, vendor),
             placeholders(f"SELECT {rev}, {count} FROM {table} WHERE {pk} = %s", vendor))
 
 
-def advance(tx: WriteTransaction, session_id, revs: int, nodes: int) -> Optional[tuple[int, int]]:
-    """Add to the session's revision and node count; the new (rev, node_count), None if no session.
+def _key(tx: WriteTransaction, session_id):
+    return _SESSION_PK.get_db_prep_value(_SESSION_PK.to_python(session_id), tx.connection)
+
+
+def advance(tx: WriteTransaction, session_id, revs: int, nodes: int,
+            lease: Optional[str] = None) -> Optional[tuple[int, int]]:
+    """Add to the session's revision and node count; the new (rev, node_count), None if no session (or,
+    with `lease`, if the session ended or another worker holds it: the fence refused the write).
 
     The session row stays write-locked until `tx` ends.
     """
     connection = tx.connection
-    key = _SESSION_PK.get_db_prep_value(_SESSION_PK.to_python(session_id), connection)
+    key = _key(tx, session_id)
     # SQLite has RETURNING from 3.35 (Django 5.2 supports older): Django's INSERT flag tracks that.
     returning = connection.vendor in RETURNING_VENDORS and connection.features.can_return_columns_from_insert
-    update, select = _advance_sql(connection.vendor, returning)
-    cursor = tx.execute(update, [revs, nodes, key])
+    update, select = _advance_sql(connection.vendor, returning, lease is not None)
+    params = [revs, nodes, key] if lease is None else [revs, nodes, key, *_TERMINAL, lease]
+    cursor = tx.execute(update, params)
     if select is not None:
+        if cursor.rowcount == 0:
+            return None
         cursor = tx.execute(select, [key])
     row = cursor.fetchone()
     return (row[0], row[1]) if row is not None else None
+
+
+@lru_cache(maxsize=8)
+def _lease_sql(vendor: str) -> str:
+    quote = _quote_name()
+    return placeholders(f"SELECT {quote('status')}, {quote('worker')} FROM {quote(Session._meta.db_table)} "
+                        f"WHERE {quote('id')} = %s", vendor)
+
+
+def lease_of(tx: WriteTransaction, session_id) -> Optional[tuple[str, str]]:
+    """The session's (status, worker), None if there is no such session: why a fenced write was refused."""
+    return tx.execute(_lease_sql(tx.connection.vendor), [_key(tx, session_id)]).fetchone()
 
 
 @lru_cache(maxsize=8)

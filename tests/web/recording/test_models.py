@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 
 SESSION_KEYS = {"id", "function", "args", "status", "phase", "result", "error", "cancel_requested", "budget",
                 "budget_spend", "launch_budget", "model", "rev", "node_count", "created_at", "started_at",
-                "finished_at"}
+                "finished_at", "worker"}
 NODE_KEYS = {"id", "seq", "parent", "kind", "name", "status", "depth", "name_depth", "expose", "render_range",
              "doc", "input", "output", "error", "refusal", "model", "usage", "rev", "started_at", "finished_at",
              "duration_ms"}

@@ -71,8 +71,8 @@ def test_stop_between_claim_and_first_call_is_not_lost(user, test_functions, mon
     session = Session.objects.create(owner=user, function="echo", args={"text": "hi"})
     claim = write_path.claim_session
 
-    def claim_then_stop(session_id):
-        claimed = claim(session_id)
+    def claim_then_stop(session_id, **lease):
+        claimed = claim(session_id, **lease)
         assert lifecycle.request_stop(session_id).status == "running"
         return claimed
 
@@ -203,20 +203,6 @@ def test_the_hook_stays_while_any_run_is_watched():
             pass
         assert stop._stop_hook in installed_hooks()
     assert stop._stop_hook not in installed_hooks()
-
-
-@pytest.mark.django_db
-def test_orphaned_sessions_are_interrupted_at_startup(user):
-    running = Session.objects.create(owner=user, function="slow_count", status="running")
-    node = write_path.create_node(running.pk, kind="code", name="slow_count", depth=1)
-    queued = Session.objects.create(owner=user, function="slow_count")
-    done = Session.objects.create(owner=user, function="slow_count", status="completed")
-    assert lifecycle.interrupt_orphaned_sessions() == 2
-    for session in (running, queued, done):
-        session.refresh_from_db()
-    assert running.status == queued.status == "interrupted" and done.status == "completed"
-    node.refresh_from_db()
-    assert node.status == "interrupted"
 
 
 @pytest.mark.django_db(transaction=True)

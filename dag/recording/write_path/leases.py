@@ -1,0 +1,53 @@
+"""Writes of run leases: the heartbeat that renews a worker's leases, and the end of an expired one.
+
+A lease is `Session.worker` (set by `claim_session`) plus `Session.heartbeat_at`. Renewing it changes
+nothing a viewer sees (`heartbeat_at` is not in `Session.as_dict`), so the heartbeat neither bumps the
+revision nor publishes: it is one UPDATE per process and interval, whatever the number of sessions,
+and never queues on a session's row lock longer than one statement. Ending an expired lease is a
+status change like any other: `finish_session_in`, compare-and-set, its nodes closed with it.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from ...models import Session
+from .revision import advance
+from .sessions import finish_session_in
+from .write_transaction import WriteTransaction
+
+
+def renew_leases(worker: str, now: datetime) -> int:
+    """Stamp `now` as the heartbeat of every running session `worker` holds; how many it holds still.
+
+    One statement. A count lower than the runs the worker thinks it has means some were written off
+    (ended, reaped) or are held by another worker: those runs must stop.
+    """
+    return Session.objects.filter(worker=worker, status=Session.Status.RUNNING).update(heartbeat_at=now)
+
+
+def expired_lease_error(worker: str, heartbeat_at: datetime, now: datetime, lease_s: float) -> str:
+    age = (now - heartbeat_at).total_seconds()
+    return (f"worker {worker} stopped renewing its lease: last seen {heartbeat_at.isoformat(timespec='seconds')} "
+            f"({age:.0f} s before the reaper ran; the lease lasts {lease_s:g} s). Its process died or "
+            f"lost the database; the run was written off and its later writes are refused.")
+
+
+def end_expired_lease(session_id, *, lease_s: float, now: datetime) -> bool:
+    """Finish the session `interrupted` if its lease has expired at `now`; True if this call ended it.
+
+    Checked again under the session's lock, so a worker that renewed its lease in the meantime (it was
+    only slow) keeps its session, and a run that finished first keeps its status.
+    """
+    cutoff = now - timedelta(seconds=lease_s)
+    with WriteTransaction(lean=False) as tx:
+        advance(tx, session_id, revs=0)
+        row = (Session.objects.filter(pk=session_id, status=Session.Status.RUNNING, heartbeat_at__lt=cutoff)
+               .values("worker", "heartbeat_at").first())
+        if row is None:
+            tx.discard()
+            return False
+        error = expired_lease_error(row["worker"] or "(unknown)", row["heartbeat_at"], now, lease_s)
+        won = finish_session_in(tx, session_id, Session.Status.INTERRUPTED, error=error)
+        if not won:
+            tx.discard()
+    return won

@@ -1,0 +1,74 @@
+"""The reaper: writes off sessions whose run stopped renewing its lease, as `interrupted`.
+
+A running session whose heartbeat is older than `OPENPROGRAM_LEASE_S` belongs to a process that died,
+hung or lost the database. `reap()` ends each such session `interrupted` through the write path
+(`end_expired_lease`: compare-and-set, its open nodes closed in the same transaction, the error naming
+the worker and when it was last seen); from then on that run's writes are refused by the lease fence.
+
+Every process that runs sessions or serves runs one reaper thread, every LEASE_S / 2 seconds: it starts
+with the process's first lease (`dag.runs.leases`) and with the web process's first request
+(`openprogram_web.asgi`), never in management commands such as `migrate`. Several reapers are
+harmless: the compare-and-set makes exactly one of them end a session. Sessions running with no
+heartbeat (claimed without a lease) are not the reaper's; `bin/prepare-run` handles them.
+Tests call `reap(now=...)` directly.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import datetime, timedelta
+from typing import Optional
+
+from django.db import connection
+from django.utils import timezone
+
+from ..conf import conf
+from ..models import Session
+from ..recording import write_path
+from . import stop
+
+log = logging.getLogger(__name__)
+
+
+def expired(now: datetime, lease_s: float) -> list:
+    """Ids of running sessions whose lease has expired at `now`."""
+    cutoff = now - timedelta(seconds=lease_s)
+    return list(Session.objects.filter(status=Session.Status.RUNNING, heartbeat_at__lt=cutoff)
+                .order_by("heartbeat_at").values_list("pk", flat=True))
+
+
+def reap(now: Optional[datetime] = None, lease_s: Optional[float] = None) -> list:
+    """End every session whose lease expired at `now` as `interrupted`; the ids this call ended."""
+    now = now or timezone.now()
+    lease_s = conf.LEASE_S if lease_s is None else lease_s
+    ended = [pk for pk in expired(now, lease_s) if write_path.end_expired_lease(pk, lease_s=lease_s, now=now)]
+    for pk in ended:
+        log.warning("session %s: its lease expired; marked interrupted", pk)
+    return ended
+
+
+_thread: Optional[threading.Thread] = None
+_lock = threading.Lock()
+
+
+def start() -> None:
+    """Start this process's reaper thread unless it runs already (idempotent, cheap)."""
+    global _thread
+    with _lock:
+        if _thread is not None and _thread.is_alive():
+            return
+        _thread = threading.Thread(target=_run, name="openprogram-reaper", daemon=True)
+        _thread.start()
+
+
+def _run() -> None:
+    while True:
+        time.sleep(max(conf.LEASE_S / 2, 0.1))
+        try:
+            reap()
+            stop.finish_overdue_cancellations()  # the other kind of session no run will finish
+        except Exception:  # a database hiccup must not end the reaper; the next pass reconnects
+            log.exception("reaper pass failed")
+        finally:
+            connection.close()  # not held between passes (it would keep a test database from being dropped)

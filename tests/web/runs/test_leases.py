@@ -1,0 +1,84 @@
+"""Run leases: a claim records the worker and a heartbeat; one heartbeat query per process renews them all."""
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from dag.models import Session
+from dag.recording import write_path
+from dag.runs import leases, lifecycle, stop
+from runtime import CancelledError
+
+from ..dag_helpers import new_session
+from .lease_helpers import T0, WORKER, at, claimed
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_claim_records_the_worker_and_its_first_heartbeat():
+    session = new_session()
+    assert session.as_dict()["worker"] is None  # not claimed yet: null in the API
+    claimed_session = write_path.claim_session(session.pk, worker=WORKER, now=T0)
+    session.refresh_from_db()
+    assert (session.status, session.worker, session.heartbeat_at) == ("running", WORKER, T0)
+    assert claimed_session.as_dict()["worker"] == WORKER
+
+
+def test_the_api_session_object_names_the_worker(api, user):
+    session = Session.objects.create(owner=user, function="entry")
+    assert api.get(f"/api/sessions/{session.pk}/").json()["worker"] is None
+    write_path.claim_session(session.pk, worker=WORKER, now=T0)
+    assert api.get(f"/api/sessions/{session.pk}/").json()["worker"] == WORKER
+
+
+def test_a_run_claims_its_session_as_this_process(user, test_functions):
+    session = Session.objects.create(owner=user, function="echo", args={"text": "hi"})
+    lifecycle.run_session(session.pk)
+    session.refresh_from_db()
+    assert session.status == "completed"
+    assert session.worker == leases.worker_id() == f"{socket.gethostname()}:{os.getpid()}"
+    assert session.heartbeat_at is not None
+
+
+def test_one_heartbeat_query_renews_every_lease_of_the_process():
+    mine = [claimed() for _ in range(3)]
+    other = claimed(worker="host-b:202")
+    process = leases.Leases(WORKER)
+    with process.held(mine[0].pk), process.held(mine[1].pk), process.held(mine[2].pk):
+        with CaptureQueriesContext(connection) as queries:
+            assert process.beat(now=at(2)) == set()
+    assert len(queries) == 1 and queries[0]["sql"].lstrip().upper().startswith("UPDATE")
+    beats = dict(Session.objects.values_list("pk", "heartbeat_at"))
+    assert [beats[session.pk] for session in mine] == [at(2)] * 3
+    assert beats[other.pk] == T0  # another worker's lease is not ours to renew
+
+
+def test_the_heartbeat_changes_nothing_a_viewer_sees():
+    session = claimed()
+    assert write_path.renew_leases(WORKER, at(2)) == 1
+    session_after = Session.objects.get(pk=session.pk)
+    assert session_after.rev == session.rev and session_after.heartbeat_at == at(2)
+
+
+def test_a_process_with_nothing_held_makes_no_query():
+    with CaptureQueriesContext(connection) as queries:
+        assert leases.Leases(WORKER).beat(now=at(2)) == set()
+    assert len(queries) == 0
+
+
+def test_a_process_that_lost_a_lease_stops_that_run():
+    kept, reaped, taken = claimed(), claimed(), claimed()
+    write_path.finish_session(reaped.pk, "interrupted", error="written off")
+    write_path.update_session(taken.pk, worker="host-b:202")  # another worker holds it now
+    process = leases.Leases(WORKER)
+    with process.held(kept.pk), process.held(reaped.pk), process.held(taken.pk), \
+            stop.watch(kept.pk) as kept_signal, stop.watch(reaped.pk) as reaped_signal:
+        assert process.beat(now=at(2)) == {str(reaped.pk), str(taken.pk)}
+        assert reaped_signal.is_set and reaped_signal.reason == stop.LEASE_LOST
+        assert not kept_signal.is_set
+        with pytest.raises(CancelledError, match="lost its lease"):
+            reaped_signal.raise_if_set()
