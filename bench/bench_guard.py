@@ -4,7 +4,8 @@
 - a frame entered under an active Budget, against the same call with no budget (the issue's bound: 2x);
 - a function carrying its own `budget=` template (a fresh scope per call);
 - the default budget (OPENPROGRAM_MAX_LLM_CALLS): an agentic call making one model call on a model
-  that answers at once, with the default on and off (the bound: 1.2x);
+  that answers at once, with the default on and off (the bound: 1.2x), and inside an explicit Budget;
+  the 2x bound is for a frame entered under an open budget; a `budget=` template opens a scope per call;
 - runtime.budget's own share of a frame entry: admit_frame() called directly;
 - admitting one model call: reserve_llm_call() + commit().
 """
@@ -115,11 +116,12 @@ def main() -> None:
         "hooks_alone": (lambda: Budget(max_depth=10**9), budget_hooks_alone),
         "default_on": (lambda: default_budget(str(10**12)), lambda: asks_once(runtime=INSTANT)),
         "default_off": (lambda: default_budget("0"), lambda: asks_once(runtime=INSTANT)),
+        "explicit_call": (lambda: Budget(max_llm_calls=10**12), lambda: asks_once(runtime=INSTANT)),
     })
     wrapper, guard, in_budget = t["wrapper"], t["guard"], t["in_budget"]
     in_three_budgets, template, admission = t["in_three_budgets"], t["template"], t["admission"]
     hooks_alone = t["hooks_alone"]
-    default_on, default_off = t["default_on"], t["default_off"]
+    default_on, default_off, explicit_call = t["default_on"], t["default_off"], t["explicit_call"]
 
     print(f"{'call':52} {'µs/call':>9} {'added ns':>10} {'ratio':>8}")
     print(_row("@function (core wrapper, no guard)", wrapper))
@@ -131,6 +133,7 @@ def main() -> None:
     print(_row("reserve_llm_call() + commit() under a Budget", admission))
     print(_row("agentic call + 1 model call, default budget off", default_off))
     print(_row("agentic call + 1 model call, default budget on", default_on, default_off))
+    print(_row("agentic call + 1 model call inside `with Budget(...)`", explicit_call, default_off))
     print(f"guard: {(guard - wrapper) * 1e9:.0f} ns per call, {guard / wrapper:.2f}x the core wrapper; "
           f"budget frame entry: {(in_budget - guard) * 1e9:.0f} ns more ({in_budget / guard:.2f}x the "
           f"guarded call, bound 2x); default budget: {default_on / default_off:.2f}x the call with it off "

@@ -17,8 +17,8 @@ budget sets nothing. Threads and tasks that copy the context (asyncio tasks, `to
 `runtime.submit`) carry the scope along and share the scope objects, hence the one lock per root.
 
 Apart from these explicit budgets, every tree of agentic calls has a default bound on its model calls
-(`default_llm_calls()`, from OPENPROGRAM_MAX_LLM_CALLS), kept on the tree's entry frame: see
-`admit_default_call`.
+(OPENPROGRAM_MAX_LLM_CALLS), kept on the tree's entry frame: see `runtime.default_budget`. A breach of
+it under an explicit root scope is noted on that scope, so its reports keep showing it.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ import threading
 import time
 from typing import Any, NoReturn, Optional
 
-from .context import _current_budget, _current_frame, _current_recorder, _recursion_depth
+from .context import _current_budget, _current_frame, _current_recorder, open_agentic_levels
 from .errors import BudgetExceeded
 
 # Read through this name so tests can drive deadlines with a fake clock instead of sleeping.
@@ -153,6 +153,9 @@ class BudgetScope:
         self.llm_calls = 0
         self.tokens = 0
         self.reserved_calls = 0
+        # Set on a root when the tree's default budget (runtime.default_budget) was breached under it:
+        # (limit, calls made), so that every later report of this scope still shows that breach.
+        self.default_breach: Optional[tuple[int, int]] = None
         self.max_depth = budget.max_depth
         self.max_llm_calls = budget.max_llm_calls
         self.max_tokens = budget.max_tokens
@@ -197,7 +200,13 @@ class BudgetScope:
             end = self.ended if self.ended is not None else _clock()
             spend = {"depth": self.depth_reached, "llm_calls": self.llm_calls, "tokens": self.tokens,
                      "elapsed_s": round(end - self.started, 6)}
-        return {"limits": self.limits(), "spend": spend}
+            breach = self.default_breach
+        limits = self.limits()
+        if breach is not None:
+            limit, calls = breach
+            limits["max_llm_calls"] = min(limit, limits["max_llm_calls"] or limit)
+            spend["llm_calls"] = max(spend["llm_calls"], calls)
+        return {"limits": limits, "spend": spend}
 
     def close(self, report: bool = True) -> None:
         """The block or the call that opened this scope ended; freeze elapsed time and report."""
@@ -214,12 +223,6 @@ class BudgetScope:
 
     def __repr__(self) -> str:
         return f"<BudgetScope {self.limits()} spent {self.llm_calls} calls, {self.tokens} tokens>"
-
-
-def open_agentic_levels() -> int:
-    """How many agentic frames are open in this context's chain: the guard's per-name counts, summed."""
-    counts = _recursion_depth.get()
-    return sum(counts.values()) if counts else 0
 
 
 # --- the hooks the agentic wrapper calls ------------------------------------------------------------
@@ -293,7 +296,7 @@ class Reservation:
         self._settle(calls=1, tokens=tokens)
 
     def release(self) -> None:
-        """The call did not happen (it failed before reaching the model): give the slot back."""
+        """The call failed (before or at the provider): give the slot back."""
         self._settle(calls=0, tokens=0)
 
     def _settle(self, calls: int, tokens: int) -> None:

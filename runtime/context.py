@@ -109,6 +109,12 @@ class FrameMap(dict):
 _recursion_depth: ContextVar[Optional[dict]] = ContextVar("_recursion_depth", default=None)
 
 
+def open_agentic_levels() -> int:
+    """How many agentic frames are open in this context's chain: the guard's per-name counts, summed."""
+    counts = _recursion_depth.get()
+    return sum(counts.values()) if counts else 0
+
+
 class _CurrentFrame:
     """Read-only view of the innermost frame, kept in `_recursion_depth` (see FrameMap)."""
 

@@ -15,8 +15,7 @@ import os
 import threading
 from typing import Optional
 
-from .budget import open_agentic_levels
-from .context import Frame, _current_budget, _current_recorder
+from .context import Frame, _current_budget, _current_recorder, open_agentic_levels
 from .errors import BudgetExceeded
 
 ENV_VAR = "OPENPROGRAM_MAX_LLM_CALLS"
@@ -53,7 +52,7 @@ class CallTally:
         self.lock = threading.Lock()
 
     def release(self) -> None:
-        """The admitted call failed before it reached the model: give its slot back."""
+        """The admitted call failed (before or at the provider): give its slot back."""
         with self.lock:
             self.calls -= 1
 
@@ -106,21 +105,20 @@ def _raise_breach(tally: CallTally, frame: Frame):
         dimension="llm_calls", limit=tally.limit, observed=observed, path=path)
     recorder = _current_recorder.get()
     if recorder is not None:
-        recorder.budget_updated(*_gauge(tally, frame))
+        recorder.budget_updated(*_gauge(tally))
     raise error
 
 
-def _gauge(tally: CallTally, frame: Frame) -> tuple[dict, dict]:
-    """What the budget gauge shows at a breach of the default: an explicit budget's state, if one is
-    open, with the default's model-call limit and count in place of its own."""
+def _gauge(tally: CallTally) -> tuple[dict, dict]:
+    """What the budget gauge shows at a breach of the default: an explicit root budget's state, if one
+    is open (noted on it, so its later reports show the breach too), else the default's alone."""
     scope = _current_budget.get()
     if scope is not None:
-        snapshot = scope.root.snapshot()
-        limits, spend = snapshot["limits"], snapshot["spend"]
-    else:
-        limits = {"max_depth": None, "max_llm_calls": None, "max_tokens": None, "timeout_s": None}
-        spend = {"depth": open_agentic_levels(), "llm_calls": 0, "tokens": 0, "elapsed_s": 0.0}
-    limits["max_llm_calls"] = min(tally.limit, limits["max_llm_calls"] or tally.limit)
-    spend["llm_calls"] = tally.calls
-    spend["tokens"] = max(spend["tokens"], tally.tokens)
+        root = scope.root
+        with root._lock:
+            root.default_breach = (tally.limit, tally.calls)
+        snapshot = root.snapshot()
+        return snapshot["limits"], snapshot["spend"]
+    limits = {"max_depth": None, "max_llm_calls": tally.limit, "max_tokens": None, "timeout_s": None}
+    spend = {"depth": open_agentic_levels(), "llm_calls": tally.calls, "tokens": tally.tokens, "elapsed_s": 0.0}
     return limits, spend

@@ -4,10 +4,11 @@ Per call, in order: offered? (else a refusal naming why) -> argument validation 
 approval (refused when unattended) -> `check_fn` -> cache -> run (with `timeout`) -> result text
 cut to `max_result_chars` keeping head and tail (`head_ratio`), the full text saved when
 `persist_full`. Every failure becomes a tool result the model can read, except a stop
-(CancelledError) and a budget breach (BudgetExceeded): those end the run, once the other calls of
-the same reply have finished. A call the depth ceiling refuses goes back as its RecursionError text the
-first time its name is refused in the calling frame; a second call of a refused name propagates the
-RecursionError instead, through every enclosing loop, and ends the run.
+(CancelledError), a budget breach (BudgetExceeded) and a loop below that could not finish
+(ExecLimitExceeded): those end the run, once the other calls of the same reply have finished. A call the
+depth ceiling refuses goes back as its RecursionError text (guidance) while the refused function was not
+refused in an earlier reply of the calling frame; once the model was told and calls it again, the
+RecursionError propagates instead, through every enclosing loop, and ends the run.
 
 Several calls in one reply run concurrently (at most MAX_PARALLEL_CALLS at once), each in its own
 thread with a copy of the caller's context (frame, runtime, recorder, budget, recursion depths), so
@@ -207,11 +208,15 @@ class Dispatcher:
 
     def run(self, calls: list[ToolCall]) -> list[dict]:
         """Tool-result messages for `calls`, in call order."""
+        # What the model had been told was refused before this reply: calls of one reply run at once, so
+        # two refusals in it are both still guidance.
+        told = self.owner.refused_names
         if len(calls) == 1:
-            return [self._message(calls[0])]
+            return [self._message(calls[0], told)]
         futures = []
         for start in range(0, len(calls), MAX_PARALLEL_CALLS):
-            wave = [interrupt.spawn(self._message, call) for call in calls[start:start + MAX_PARALLEL_CALLS]]
+            wave = [interrupt.spawn(self._message, call, told)
+                    for call in calls[start:start + MAX_PARALLEL_CALLS]]
             # All are waited for even when one ends the run (a stop, a budget breach): a call left
             # running would go on calling models after its run has ended, out of a stop's reach.
             wait_all(wave)
@@ -221,15 +226,16 @@ class Dispatcher:
             futures += wave
         return [future.result() for future in futures]
 
-    def _message(self, call: ToolCall) -> dict:
+    def _message(self, call: ToolCall, told: tuple = ()) -> dict:
         try:
             text, is_error = self._result_text(call), False
         except PROPAGATE:
             raise
         except DepthCeilingExceeded as exc:
-            if exc.ends_run or not note_refusal(self.owner, call.name):
-                exc.ends_run = True  # the model was told and called again: a runaway; end the run
+            if exc.ends_run or exc.function in told:
+                exc.ends_run = True  # the model was told and called it again: a runaway; end the run
                 raise
+            note_refusal(self.owner, exc.function)
             text, is_error = f"Error: RecursionError: {exc}", True
         except Refusal as exc:
             text, is_error = f"Refused: {exc}", True

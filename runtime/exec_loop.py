@@ -64,7 +64,7 @@ def _loop(runtime, content, *, tools, toolset, tools_allow, tools_deny, tool_cho
     system = runtime.system or ""
     messages = [user_turn(content, frame)]
     told_refused: tuple = dispatcher.owner.refused_names  # the first user turn already said these
-    for _ in range(max_iterations):
+    for turn in range(1, max_iterations + 1):
         remaining = None
         if deadline is not None:
             remaining = deadline - time.monotonic()
@@ -79,6 +79,8 @@ def _loop(runtime, content, *, tools, toolset, tools_allow, tools_deny, tool_cho
         messages.append(reply.as_message())
         if not reply.tool_calls:
             return reply.text
+        if turn == max_iterations:
+            break  # no model call is left to read these results: running the tools would be waste
         messages.extend(dispatcher.run(reply.tool_calls))
         refused = dispatcher.owner.refused_names
         if refused != told_refused:

@@ -18,7 +18,7 @@ from . import recorder as _recording
 from .budget import Budget, admit_frame, enter_frame, exit_frame
 from .context import (Frame, FrameMap, _current_budget, _current_recorder, _current_runtime,  # noqa: F401
                       _current_tool_policy, _recursion_depth, _system_override)
-from .errors import BudgetExceeded, DepthCeilingExceeded, status_of
+from .errors import BudgetExceeded, DepthCeilingExceeded, ToolRegistrationError, status_of
 from .options import (ToolOptions, build_tool_options, check_expose, check_input,
                       check_render_range)
 from .registry import registry
@@ -137,13 +137,7 @@ class Tool:
         """
         extras = None
         if self._needs_setup or (self.agentic and _budget_get() is not None):
-            try:
-                extras = self._setup(frame, args, kwargs)
-            except BaseException as exc:
-                _depth_reset(token)
-                if isinstance(exc, BudgetExceeded):
-                    self._refuse(frame, exc)
-                raise
+            extras = self._refusing_on_breach(frame, token, self._setup, frame, args, kwargs)
             args, kwargs = extras[-2], extras[-1]
         state = (token, extras)
         recorder = _recorder_get()
@@ -154,6 +148,17 @@ class Tool:
                 self._exit(frame, state, "error", None, None, record=False)
                 raise
         return args, kwargs, state
+
+    def _refusing_on_breach(self, frame: Frame, token, step, *args):
+        """`step(*args)`, a part of entry; if it raises, the frame is popped, and a budget breach is
+        recorded as this call refused."""
+        try:
+            return step(*args)
+        except BaseException as exc:
+            _depth_reset(token)
+            if isinstance(exc, BudgetExceeded):
+                self._refuse(frame, exc)
+            raise
 
     def _setup(self, frame: Frame, args: tuple, kwargs: dict):
         """The less common part of entry: budget scope, runtime injection, `system=`."""
@@ -259,13 +264,7 @@ class Tool:
         # Fast path: a standalone call with no runtime to inject and no recorder. Under a budget the
         # frame is admitted (its depth checked), which sets nothing that would need undoing.
         if self.agentic and _budget_get() is not None:
-            try:
-                admit_frame(frame)
-            except BaseException as exc:
-                _depth_reset(token)
-                if isinstance(exc, BudgetExceeded):
-                    self._refuse(frame, exc)
-                raise
+            self._refusing_on_breach(frame, token, admit_frame, frame)
         try:
             result = self.fn(*args, **kwargs)
         except BaseException as exc:
@@ -375,6 +374,11 @@ def agentic_function(fn: Optional[Callable] = None, /, *, expose: str = "io",
 
 def function(fn: Optional[Callable] = None, /, **tool_options):
     """Register a plain leaf tool: a code node when called, no guard, no runtime required."""
+    for agentic_only in ("budget", "system"):
+        if agentic_only in tool_options:
+            raise ToolRegistrationError(f"@function does not take {agentic_only}=: it is for @agentic_function, "
+                                        f"whose calls run a model")
+
     def decorate(f: Callable):
         return _decorate(f, agentic=False, **tool_options)
     return decorate(fn) if fn is not None else decorate

@@ -1,4 +1,4 @@
-"""Pre-invocation hooks: run at the top of every agentic call and before every model call.
+"""Pre-invocation hooks: run at the top of every decorated call (agentic or leaf) and before every model call.
 
 A hook takes either no argument (the reference implementation's shape: `def stop_hook(): raise
 CancelledError(...)`) or one: the event, i.e. the frame being entered or the `ModelCall` about to be
@@ -23,18 +23,18 @@ _added: tuple[Callable, ...] = ()
 
 
 def _takes_no_event(hook: Callable) -> bool:
-    """True for a hook that takes no argument; a hook whose signature cannot be read gets the event."""
+    """True for a hook with no positional parameter at all (`def hook(): ...`); one with any, optional or
+    `*args`, gets the event, and so does one whose signature cannot be read. A required keyword-only
+    parameter could never be filled, so it is refused here rather than failing at every call."""
     try:
-        parameters = inspect.signature(hook).parameters.values()
+        parameters = list(inspect.signature(hook).parameters.values())
     except (TypeError, ValueError):
         return False
-    for parameter in parameters:
-        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.POSITIONAL_ONLY,
-                              parameter.POSITIONAL_OR_KEYWORD) and parameter.default is parameter.empty:
-            return False
-        if parameter.kind is parameter.VAR_POSITIONAL:
-            return False
-    return True
+    required_keywords = [p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
+    if required_keywords:
+        raise TypeError(f"pre-invocation hook {hook!r} has required keyword-only parameter(s) "
+                        f"{', '.join(required_keywords)}; a hook takes no argument, or the event")
+    return not any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in parameters)
 
 
 def _event_taking(hook: Callable) -> Callable:

@@ -81,8 +81,9 @@ def call_model(provider, request: ModelRequest, frame: Optional[Frame]) -> Model
     if recorder is not None and frame is not None and frame.hidden:
         recorder = None
     handle = None
-    request, bounded = _within_budget_time(request)
+    bounded = False
     try:
+        request, bounded = _within_budget_time(request)
         if recorder is not None:
             handle = recorder.llm_started(frame, request.for_record())
         try:

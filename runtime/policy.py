@@ -61,8 +61,9 @@ def tool_policy(*, deny: Optional[Iterable[str]] = None, allow: Optional[Iterabl
                 source: Optional[str] = None, toolset: Optional[str] = None) -> Iterator[dict]:
     """Apply a tool policy to every `exec` made inside the block (the seed's `_current_tool_policy`).
 
-    Nested blocks only narrow: "deny" lists add up, "allow" lists intersect; `source` and `toolset`
-    given here replace the outer block's. Yields the policy in force, as a dict of the seed's shape.
+    In nested blocks the "deny" lists add up and the "allow" lists intersect, so those only narrow;
+    `source` and `toolset` given here replace the outer block's. Yields the policy in force, as a dict of
+    the seed's shape.
     """
     outer = _current_tool_policy.get() or {}
     policy = dict(outer)

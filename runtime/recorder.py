@@ -60,7 +60,8 @@ class Recorder:
         return None
 
     def budget_updated(self, limits: dict, spend: dict) -> None:
-        """A root delegation budget (runtime.Budget) started, was breached, or ended.
+        """A root delegation budget (runtime.Budget) started, was breached, or ended, or the tree's
+        default budget (OPENPROGRAM_MAX_LLM_CALLS) was breached.
 
         `limits`: {"max_depth", "max_llm_calls", "max_tokens", "timeout_s"} (None: no limit);
         `spend`: {"depth": deepest level reached, "llm_calls", "tokens", "elapsed_s"}. Store them with
@@ -93,7 +94,7 @@ def warn_if_context_lost(name: str) -> None:
         _warned.update(fresh)
     if fresh:
         logger.warning(
-            "agentic function %s started in a thread that lost the caller's context while a recorded run "
+            "function %s started in a thread that lost the caller's context while a recorded run "
             "is going on: it is not recorded, and it runs under a default budget of its own instead of "
             "the run's. Start threads with runtime.submit(executor, fn, ...) (or contextvars.copy_context()) "
             "to keep it in the run.", name)

@@ -21,7 +21,7 @@ class Registry:
 
         Re-registering the same function (same module and qualified name, as on a module reload)
         replaces it, and so does a function defined inside another function (a closure, a factory, a
-        test) over an earlier registration of its name from the same module, as in the reference
+        test) over an earlier such registration of its name from the same module, as in the reference
         implementation. Any other function under a taken name is an error, never a silent swap.
         """
         name = tool.tool_name
@@ -81,8 +81,9 @@ class Registry:
 
 
 def _local_redefinition(existing, tool) -> bool:
-    """`tool` is defined inside a function, in the module that registered `existing`."""
-    return "<locals>" in tool.fn.__qualname__ and existing.fn.__module__ == tool.fn.__module__
+    """Both are defined inside functions of the same module (a module-level function is never taken over)."""
+    return ("<locals>" in tool.fn.__qualname__ and "<locals>" in existing.fn.__qualname__
+            and existing.fn.__module__ == tool.fn.__module__)
 
 
 registry = Registry()

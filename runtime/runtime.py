@@ -44,6 +44,8 @@ class Runtime:
                  unattended: Optional[bool] = None, unattended_deny: Optional[Iterable[str]] = None,
                  source: Optional[str] = None, approver: Optional[Callable[[str, dict], bool]] = None,
                  results_dir: Optional[str] = None):
+        if callable(provider) and not isinstance(provider, (Provider, type)):
+            call, provider = provider, None  # the reference's first parameter: Runtime(my_llm, model=...)
         if call is not None:
             if provider is not None:
                 raise TypeError("Runtime takes provider= or call=, not both")

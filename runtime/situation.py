@@ -21,7 +21,7 @@ _SITUATIONAL_TEMPLATE = (
     "(search / read-write files / run code) to do the work directly."
 )
 _REFUSED_TEMPLATE = (
-    "[Execution context] Your call of `{names}` from here was REFUSED by the recursion depth ceiling. "
+    "[Execution context] Calling `{names}` from here was REFUSED by the recursion depth ceiling. "
     "Do not call {them} again: another call ends the whole run with an error. Answer now with what you have."
 )
 
@@ -43,15 +43,13 @@ def _situational_prefix(fn_name: str, fn_doc: str, call_path: Optional[list[str]
     return text
 
 
-def note_refusal(owner, name: str) -> bool:
-    """Note that the depth ceiling refused a call of `name` made by `owner`'s model (a Frame, or the
-    exec loop's dispatcher outside any function); True when it is the first refusal of that name there."""
+def note_refusal(owner, name: str) -> None:
+    """Note that the depth ceiling refused `name` below a call made by `owner`'s model (a Frame, or the
+    exec loop's dispatcher outside any function). Two exec loops running at once in one frame share it:
+    a refusal either of them got counts for both, as both models speak for that frame."""
     with _refusal_lock:
-        refused = owner.refused_names
-        if name in refused:
-            return False
-        owner.refused_names = refused + (name,)
-        return True
+        if name not in owner.refused_names:
+            owner.refused_names = owner.refused_names + (name,)
 
 
 def refusal_note(names: tuple[str, ...]) -> Optional[str]:

@@ -1,8 +1,9 @@
 """A plain function that plays the model: `Runtime(call=fn, model=...)`, the reference's constructor.
 
 `fn(content, model=..., response_format=...)` gets the conversation as one list of content blocks (the
-user turns' blocks as they are, the model's earlier replies and tool results as text blocks) and
-returns the reply text. Keyword arguments it does not declare are not passed, so `fn(content)` works
+system prompt first, as `{"type": "text", "text": ..., "role": "system"}` like the reference's; then the
+user turns' blocks as they are, the model's earlier replies and tool results as text blocks), `model` as
+the Runtime was given it, and returns the reply text. Keyword arguments it does not declare are not passed, so `fn(content)` works
 too. It answers in text only: it cannot ask for tool calls.
 """
 from __future__ import annotations
@@ -26,8 +27,8 @@ def _accepted_keywords(fn: Callable) -> frozenset:
 
 
 def conversation_blocks(request: ModelRequest) -> list[dict]:
-    """The request's turns as one list of content blocks, oldest first."""
-    blocks: list[dict] = []
+    """The request's system prompt and turns as one list of content blocks, oldest first."""
+    blocks: list[dict] = [{"type": "text", "text": request.system, "role": "system"}] if request.system else []
     for message in request.messages:
         role = message["role"]
         if role == "user":
@@ -55,7 +56,7 @@ class CallableProvider(Provider):
         self._keywords = _accepted_keywords(call)
 
     def complete(self, request: ModelRequest, check: Optional[Callable[[], None]] = None) -> ModelReply:
-        keywords = {"model": request.model or self.model, "response_format": None}
+        keywords = {"model": self.model, "response_format": None}
         reply = self.call(conversation_blocks(request), **{k: v for k, v in keywords.items() if k in self._keywords})
         if not isinstance(reply, str):
             raise TypeError(f"Runtime(call={getattr(self.call, '__name__', self.call)!r}) returned "

@@ -49,7 +49,8 @@ class SimProvider(Provider):
         task = blocks_text(first, include_sources=False).strip()
         results = [m for m in request.messages if m.get("role") == "tool"]
         naive = (request.model or self.model) == NAIVE
-        insisted = _insisting_calls(request.messages) if naive and request.tools else None
+        insisted = (_insisting_calls(request) if naive and request.tools and request.tool_choice != "none"
+                    else None)
         if insisted:
             reply = ModelReply(tool_calls=insisted)
         elif results or request.tool_choice == "none" or not request.tools:
@@ -97,9 +98,11 @@ class SimProvider(Provider):
         return head + "\n" + "\n".join(lines)
 
 
-def _insisting_calls(messages: list[dict]) -> Optional[list[ToolCall]]:
-    """The calls of the last assistant turn again, when every one of them came back as an error and
-    they have not been repeated already; else None."""
+def _insisting_calls(request: ModelRequest) -> Optional[list[ToolCall]]:
+    """The calls of the last assistant turn again (those still offered), when every one of them came back
+    as an error and they have not been repeated already; else None."""
+    messages = request.messages
+    offered = {tool["name"] for tool in request.tools}
     assistants = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
     if not assistants:
         return None
@@ -113,7 +116,7 @@ def _insisting_calls(messages: list[dict]) -> Optional[list[ToolCall]]:
     if len(assistants) > 1 and shape(messages[assistants[-2]]) == shape(messages[last]):
         return None  # insisted once already
     return [ToolCall(f"sim_{len(messages)}_{i}", c["name"], c.get("arguments") or {})
-            for i, c in enumerate(calls)]
+            for i, c in enumerate(calls) if c["name"] in offered] or None
 
 
 def forbidden_names(prompt_text: str) -> set[str]:

@@ -151,3 +151,17 @@ def test_the_references_stop_hook_shape_works_unchanged(install):
 def test_a_hook_must_be_callable():
     with pytest.raises(TypeError, match="must be callable"):
         add_pre_invocation_hook("not a hook")
+
+
+def test_a_hook_with_an_optional_parameter_gets_the_event_and_a_required_keyword_is_refused(install):
+    seen = []
+    install(lambda event=None: seen.append(event))
+
+    @function(register_globally=False)
+    def leaf():
+        return 1
+
+    leaf()
+    assert seen and seen[0] is not None and seen[0].name == "leaf"
+    with pytest.raises(TypeError, match="required keyword-only parameter"):
+        add_pre_invocation_hook(lambda *, reason: None)

@@ -25,8 +25,15 @@ def test_runtime_call_is_a_plain_function_that_plays_the_model():
     assert model == "gpt-4o" and "why?" in text and "INSIDE the agentic function `asker`" in text
 
 
-def test_runtime_call_may_take_the_content_alone():
+def test_runtime_call_may_take_the_content_alone_and_be_given_first_as_in_the_reference():
     assert Runtime(call=lambda content: f"{len(content)} block").llm("hi") == "1 block"
+    seen = []
+    runtime = Runtime(lambda content, model: seen.append((content, model)) or "ok", model="openai:gpt-4o",
+                      system="Be brief.")
+    assert runtime.llm("hi") == "ok"
+    content, model = seen[0]
+    assert model == "openai:gpt-4o"  # as given, like the reference
+    assert content[0] == {"type": "text", "text": "Be brief.", "role": "system"}
 
 
 @pytest.mark.parametrize("call, message", [
@@ -106,3 +113,24 @@ def test_tool_policy_is_applied_to_exec():
     assert provider.requests[0]["tools"] == []
     result = [m for m in provider.requests[1]["messages"] if m["role"] == "tool"][0]
     assert "denied by the tool policy" in result["content"]
+
+
+def test_a_local_function_does_not_take_over_a_module_level_one():
+    class Fake:
+        def __init__(self, qualname):
+            def fn():
+                pass
+            fn.__module__, fn.__qualname__ = "pkg.mod", qualname
+            self.fn, self.tool_name, self.origin = fn, "research", f"pkg.mod.{qualname}"
+
+    names = Registry()
+    names.register(Fake("research"))
+    with pytest.raises(ToolRegistrationError):
+        names.register(Fake("make_helper.<locals>.research"))
+
+
+def test_a_leaf_function_refuses_agentic_only_arguments():
+    from runtime import Budget, function
+    for bad in ({"budget": Budget(max_depth=1)}, {"system": "You are..."}):
+        with pytest.raises(ToolRegistrationError, match="is for @agentic_function"):
+            function(**bad)

@@ -235,3 +235,37 @@ def test_runtime_submit_keeps_the_callers_budget_and_does_not_warn(caplog):
         errors = [f.exception() for f in futures]
     assert model.calls == 10 and all(isinstance(e, BudgetExceeded) for e in errors)
     assert not [r for r in caplog.records if "runtime.submit" in r.getMessage()]
+
+
+def test_two_refused_calls_in_one_reply_are_both_guidance():
+    # Level 5's model asks for loop twice at once: both are refused, neither ends the run; its answer does.
+    call = {"name": "loop", "arguments": {"task": "x"}}
+    provider = ScriptedProvider([{"tool_calls": [call]}] * 4 + [{"tool_calls": [call, call]}]
+                                + ["level 5 answers"] + ["up"] * 4)
+    assert self_caller()("go", runtime=Runtime(provider=provider)) == "up"
+    results = [m for m in provider.requests[5]["messages"] if m["role"] == "tool"][-2:]
+    assert [r["content"].startswith("Error: RecursionError:") for r in results] == [True, True]
+
+
+def test_a_default_breach_under_an_explicit_budget_stays_on_the_gauge_when_that_budget_closes(monkeypatch):
+    monkeypatch.setenv("OPENPROGRAM_MAX_LLM_CALLS", "20")
+    events = Events()
+    with use_recorder(events), pytest.raises(BudgetExceeded), Budget(max_llm_calls=1000):
+        walker(runtime=Runtime(provider=AlwaysCalls("step")))
+    limits, spend = events.budgets[-1]  # the block's closing report, after the breach
+    assert limits["max_llm_calls"] == 20 and spend["llm_calls"] == 20
+
+
+def test_the_last_turn_does_not_run_tool_calls_no_model_call_will_read():
+    ran = []
+
+    @function(name="step", register_globally=False)
+    def counted(task: str = "") -> str:
+        """One step."""
+        ran.append(task)
+        return "ok"
+
+    provider = ScriptedProvider([{"tool_calls": [{"name": "step"}]}] * 3)
+    with pytest.raises(ExecLimitExceeded):
+        Runtime(provider=provider).exec("go", tools=[counted], max_iterations=3)
+    assert len(ran) == 2
