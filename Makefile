@@ -31,7 +31,7 @@ run: $(STAMP)
 # One Celery worker for OPENPROGRAM_EXECUTOR=celery (README, "Scaling out"): the same venv and environment
 # as the web process; a threads pool (runs wait on models, not the CPU) of OPENPROGRAM_WORKER_CONCURRENCY
 # threads (default 8; openprogram_web/celery.py reads it through dag.conf). Start as many as you like, on any machine that reaches PostgreSQL and Redis.
-worker: setup
+worker: $(STAMP)
 	$(BIN)/python -m celery -A openprogram_web worker --pool threads -n worker-$$$$@%h --loglevel $${LOG_LEVEL:-INFO}
 
 # Every test, in three passes: the runtime and Django tests on the embedded default (SQLite, in-memory

@@ -24,11 +24,19 @@ NON_FIELD = "__all__"
 
 class LaunchRejected(ValueError):
     """The launch request was wrong. `errors` is {"function": [msg]}, {"args": {param: [msg]} | [msg]},
-    {"budget": {limit: [msg]}} or {"model": [msg]}."""
+    {"budget": {limit: [msg]}}, {"model": [msg]} or (LaunchLimited) {"limit": [msg]}; as text, each
+    message after the field it is about ("args n: must be from 1 to 10000, got 0")."""
 
     def __init__(self, errors: dict):
         self.errors = errors
-        super().__init__(json.dumps(errors))
+        super().__init__("; ".join(_lines(errors)))
+
+
+def _lines(errors, where: str = "") -> list[str]:
+    if isinstance(errors, dict):
+        return [line for name, inner in errors.items()
+                for line in _lines(inner, f"{where} {name}".strip() if name != NON_FIELD else where)]
+    return [f"{where}: {message}" if where else str(message) for message in errors]
 
 
 class LaunchLimited(LaunchRejected):
@@ -140,9 +148,14 @@ def create_session(owner, function: str, args, budget: dict | None = None, model
         model = clean_model(model) or configured_model()
     except ModelProblem as exc:
         raise LaunchRejected({"model": [str(exc)]}) from None
+    # The storage sum reads every node of the user's sessions; it is approximate anyway, so it runs
+    # before the lock (on SQLite the database's write lock) that only the run count needs.
+    over_storage = quotas.storage_problem(owner)
+    if over_storage:
+        raise LaunchLimited(over_storage)
     with transaction.atomic():
         quotas.lock_user(owner)
-        limited = quotas.active_runs_problem(owner) or quotas.storage_problem(owner)
+        limited = quotas.active_runs_problem(owner)
         if limited:
             raise LaunchLimited(limited)
         return write_path.queue_session(owner, function=function, args=args, model=model, launch_budget=budget)

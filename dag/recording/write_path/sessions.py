@@ -98,8 +98,10 @@ def _status_fields(status: str, result: Any = _UNSET, error: Optional[str] = Non
 def set_session_status(session_id, status: str, *, result: Any = _UNSET, error: Optional[str] = None) -> bool:
     """Move a session to `status` (stamping started/finished times); False if it had already ended.
 
-    For a terminal status, use `finish_session`, which also closes the session's open nodes.
+    A terminal status goes through `finish_session`, which also closes the session's open nodes.
     """
+    if status in Session.TERMINAL:
+        return finish_session(session_id, status, result=None if result is _UNSET else result, error=error or "")
     return update_session(session_id, unless_terminal=True, **_status_fields(status, result, error)) is not None
 
 

@@ -164,3 +164,10 @@ def test_research_agent_ships_with_a_budget_of_its_own(user):
     run_session(session.pk)
     session.refresh_from_db()
     assert session.status == "completed" and session.budget["max_depth"] == 3
+
+
+def test_a_rejected_launch_reads_as_text_naming_each_field():
+    from dag.runs.launch import LaunchRejected
+    exc = LaunchRejected({"args": {"n": ["must be from 1 to 10000, got 0"], "__all__": ["too large"]},
+                          "budget": ["unknown limit(s) 'x'"]})
+    assert str(exc) == "args n: must be from 1 to 10000, got 0; args: too large; budget: unknown limit(s) 'x'"
