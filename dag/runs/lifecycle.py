@@ -19,6 +19,7 @@ from . import catalog, launch_budget, leases, stop
 
 log = logging.getLogger(__name__)
 
+QUEUED_IN_DEAD_SERVER = "the server this session was queued in stopped before running it; run it again"
 ORPHANED = "the process running this session ended before the session did"
 
 
@@ -92,9 +93,10 @@ def recover_at_start(*, in_process: bool, now=None) -> int:
     Only what is provably dead: sessions whose lease expired (the reaper's pass), and, when runs execute
     in the server's own process (`in_process`), the previous server's: sessions running under a worker
     id of this host whose process is gone, or claimed without a lease. Sessions with a live lease (a
-    worker's, a `run_function` still going) are left running, and queued sessions are left queued:
-    with Celery they wait in the broker. (With the in-process executor, a session queued in a server
-    that died stays queued until stopped: picking those up at server start is not built yet.)
+    worker's, a `run_function` still going) are left running. Queued sessions wait in the broker with
+    Celery; with the in-process executor a queued session was in the previous server's own pool, which
+    died with it, so it ends `interrupted` (it would otherwise stay queued, and count against its
+    owner's active runs, forever): Run again starts it anew.
     """
     from . import reaper  # it imports the write path's lease functions; keep this module's imports light
 
@@ -108,6 +110,8 @@ def recover_at_start(*, in_process: bool, now=None) -> int:
             continue
         error = ORPHANED + (f" (worker {worker})" if worker else "")
         count += write_path.finish_session(session_id, Session.Status.INTERRUPTED, error=error)
+    for session_id in Session.objects.filter(status=Session.Status.QUEUED).values_list("pk", flat=True):
+        count += write_path.finish_session(session_id, Session.Status.INTERRUPTED, error=QUEUED_IN_DEAD_SERVER)
     return count
 
 

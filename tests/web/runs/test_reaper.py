@@ -85,13 +85,18 @@ def test_start_up_recovery_ends_only_what_no_process_will_finish(settings):
     status = dict(Session.objects.values_list("pk", "status"))
     assert status[live_here.pk] == status[live_worker.pk] == "running"
     assert status[expired.pk] == status[previous_server.pk] == "interrupted"
-    assert status[queued.pk] == "queued"
+    # Queued in the previous server's own pool, which died with it: ended, so it neither hangs queued
+    # nor counts against its owner's active runs.
+    assert status[queued.pk] == "interrupted"
+    assert "stopped before running it" in Session.objects.get(pk=queued.pk).error
 
 
-def test_start_up_recovery_with_workers_leaves_this_hosts_leases_to_the_reaper():
+def test_start_up_recovery_with_workers_leaves_this_hosts_leases_to_the_reaper_and_the_queue_alone():
     gone = claimed(worker=this_host(dead_pid()), now=at(0))
+    queued = new_session()  # waiting in the broker for a worker
     assert lifecycle.recover_at_start(in_process=False, now=at(1)) == 0
     assert Session.objects.get(pk=gone.pk).status == "running"
+    assert Session.objects.get(pk=queued.pk).status == "queued"
 
 
 def test_the_start_up_command_leaves_a_live_lease_running():
