@@ -150,3 +150,70 @@ def test_sigterm_ends_a_workers_runs_interrupted_at_once(settings, start_worker,
         session.refresh_from_db()
         assert session.status == "interrupted" and "shutting down" in session.error
         assert not Node.objects.filter(session=session, status="running").exists()
+
+
+def test_sigkill_of_a_worker_ends_its_run_interrupted_by_the_lease_and_no_worker_runs_it_again(
+        settings, start_worker, user):
+    from dag.runs import reaper
+
+    queue = new_queue()
+    # A short lease, so the test waits seconds, not the default 15 s; the worker renews every 0.2 s.
+    doomed = start_worker(queue, OPENPROGRAM_LEASE_S="2", OPENPROGRAM_HEARTBEAT_S="0.2")
+    settings.OPENPROGRAM_EXECUTOR, settings.OPENPROGRAM_CELERY_QUEUE = "celery", queue
+    settings.OPENPROGRAM_LEASE_S = 2
+    session = launch(user, "slow_count", LONG_RUN)
+    under_way(session)
+    session.refresh_from_db()
+    assert session.worker.endswith(f":{doomed.pid}")
+    doomed._signal(9, 30.0)  # SIGKILL: no shutdown hook runs, the lease just stops being renewed
+
+    def written_off():
+        reaper.reap()  # what every worker's and server's reaper thread does every lease/2
+        session.refresh_from_db()
+        return session.is_terminal
+    wait_for(written_off, RUN_S, "the reaper to write off the dead worker's session")
+    assert session.status == "interrupted" and session.worker in session.error  # names who was lost
+    assert not Node.objects.filter(session=session, status="running").exists()
+    steps = Node.objects.filter(session=session).count()
+    survivor = start_worker(queue)
+    CeleryExecutor(queue=queue).send(str(session.pk))  # as the broker would redeliver the unacked run
+    wait_for(lambda: str(session.pk) in survivor.received(), RUN_S, "the survivor to receive the run again")
+    wait_for(lambda: "succeeded" in survivor.log() or "ignored" in survivor.log(), RUN_S,
+             "the survivor to handle the redelivered run")
+    assert Session.objects.get(pk=session.pk).status == "interrupted"
+    assert Node.objects.filter(session=session).count() == steps  # it was not run again
+
+
+async def test_a_run_on_a_worker_reaches_a_web_processs_websocket_client_equal_to_the_database(worker, on_celery,
+                                                                                               user):
+    """The worker publishes through the Redis channel layer; this process's consumer relays to its client.
+    The client keeps the newest version of each row (order is the protocol's business, tested elsewhere)."""
+    from channels.db import database_sync_to_async
+
+    from ..live.test_consumers import communicator, database_state
+
+    session = await database_sync_to_async(launch)(user, "slow_count", {"n": 3, "delay_s": 0.2})
+    comm = communicator(user, session.pk)
+    assert (await comm.connect(timeout=10))[0]
+    nodes, status, rev = {}, None, 0
+    for _ in range(500):  # a bound on messages, not on time
+        message = await comm.receive_json_from(timeout=RUN_S)
+        items = message.get("items") or [message]
+        if message["type"] in ("snapshot", "snapshot_more"):
+            items = [{"type": "node", "node": n, "rev": n["rev"]} for n in message["nodes"]]
+            status = message.get("session", {}).get("status", status)
+        for item in items:
+            if item.get("type") == "node" and item["node"]["rev"] >= nodes.get(item["node"]["id"], {}).get("rev", -1):
+                nodes[item["node"]["id"]] = item["node"]
+            elif item.get("type") == "session":
+                status = item["session"]["status"]
+            rev = max(rev, item.get("rev") or 0)
+        if status == "completed":
+            db_rev, db_status, db_nodes = await database_sync_to_async(database_state)(session.pk)
+            if rev >= db_rev:
+                break
+    await comm.disconnect()
+    db_rev, db_status, db_nodes = await database_sync_to_async(database_state)(session.pk)
+    assert db_status == "completed" and len(db_nodes) == 4
+    assert nodes == db_nodes
+    assert str(session.pk) in worker.received()
