@@ -17,6 +17,7 @@ from django.core.handlers.exception import response_for_exception  # noqa: E402
 from django.http import Http404  # noqa: E402
 
 from dag.routing import websocket_urlpatterns  # noqa: E402
+from dag.runs import reaper  # noqa: E402
 from openprogram_web.security import with_security_headers  # noqa: E402
 from openprogram_web.websocket_origin import SameOriginValidator  # noqa: E402
 
@@ -41,7 +42,23 @@ class StaticFilesHandler(ASGIStaticFilesHandler):
             return response_for_exception(request, Http404("no such static file"))
 
 
-application = ProtocolTypeRouter({
+class StartsReaper:
+    """Starts this process's lease reaper at its first connection, so a web process, too, writes off the
+    sessions of a worker that died (with no worker left alive, nobody else would). Not at import:
+    `manage.py` commands and tests import this module without serving."""
+
+    def __init__(self, app):
+        self.app = app
+        self.started = False
+
+    async def __call__(self, scope, receive, send):
+        if not self.started and scope["type"] in ("http", "websocket"):
+            self.started = True
+            reaper.start()
+        return await self.app(scope, receive, send)
+
+
+application = StartsReaper(ProtocolTypeRouter({
     "http": StaticFilesHandler(django_asgi_app),
     "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
-})
+}))

@@ -105,3 +105,21 @@ def test_the_start_up_command_leaves_a_live_lease_running():
     live = claimed(worker="host-b:202", now=timezone.now())
     call_command("interrupt_orphaned_runs")
     assert Session.objects.get(pk=live.pk).status == "running"
+
+
+async def test_a_web_process_starts_its_reaper_at_its_first_connection_only(monkeypatch):
+    from openprogram_web import asgi
+
+    started, served = [], []
+    monkeypatch.setattr(asgi.reaper, "start", lambda: started.append(True))
+
+    async def app(scope, receive, send):
+        served.append(scope["type"])
+
+    wrapped = asgi.StartsReaper(app)
+    await wrapped({"type": "lifespan"}, None, None)
+    assert not started  # a lifespan message is not a connection
+    for kind in ("http", "websocket", "http"):
+        await wrapped({"type": kind}, None, None)
+    assert started == [True] and served == ["lifespan", "http", "websocket", "http"]
+    assert isinstance(asgi.application, asgi.StartsReaper)
