@@ -4,7 +4,8 @@ Channels' `AllowedHostsOriginValidator` compares host names only, so a page serv
 the same host (any local dev server) could open `ws://127.0.0.1:8000/ws/...` in a logged-in browser and
 read the stream. This check is Django's CSRF origin check applied to the handshake: the Origin must be
 exactly the origin the request was made to (scheme, host and port: `ws` pairs with `http`, `wss` with
-`https`; the Host header's host:port, whose host is in ALLOWED_HOSTS), or be in CSRF_TRUSTED_ORIGINS
+`https`, or `https` when SECURE_PROXY_SSL_HEADER says a TLS proxy received it; the Host header's
+host:port, whose host is in ALLOWED_HOSTS), or be in CSRF_TRUSTED_ORIGINS
 (`https://*.example.com` matching subdomains, as for CSRF).
 """
 from __future__ import annotations
@@ -33,10 +34,22 @@ def _allowed_hosts() -> list[str]:
     return settings.ALLOWED_HOSTS
 
 
+def _behind_tls_proxy(scope) -> bool:
+    """The handshake reached a TLS proxy over HTTPS: SECURE_PROXY_SSL_HEADER says so, as for
+    `request.is_secure()` (the socket itself arrives as plain `ws`)."""
+    configured = settings.SECURE_PROXY_SSL_HEADER
+    if not configured:
+        return False
+    header, expected = configured
+    name = header.removeprefix("HTTP_").lower().replace("_", "-").encode()
+    value = _single_header(scope, name)
+    return value is not None and value.split(",")[0].strip() == expected.lower()
+
+
 def _own_origin(scope) -> str | None:
     """The origin of a page of this site that would open this socket, or None if the Host is not ours."""
     host = _single_header(scope, b"host")
-    scheme = PAGE_SCHEME.get(scope.get("scheme", "ws"))
+    scheme = "https" if _behind_tls_proxy(scope) else PAGE_SCHEME.get(scope.get("scheme", "ws"))
     if not host or scheme is None:
         return None
     domain, _port = split_domain_port(host)

@@ -79,3 +79,16 @@ async def test_the_server_refuses_a_page_on_another_port_of_the_same_host():
 
 async def test_the_server_lets_its_own_pages_reach_the_stream():
     assert await handshake("http://127.0.0.1:8000", "127.0.0.1:8000") == (True, 4404)
+
+
+def test_behind_a_tls_proxy_the_sites_https_pages_may_connect_and_its_http_ones_may_not(settings):
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    settings.ALLOWED_HOSTS = ["app.example.com"]
+    proxied = scope("https://app.example.com", "app.example.com", "ws")
+    proxied["headers"].append((b"x-forwarded-proto", b"https"))
+    assert origin_allowed(proxied)
+    plain = scope("https://app.example.com", "app.example.com", "ws")  # the header missing: not via TLS
+    assert not origin_allowed(plain)
+    downgraded = scope("http://app.example.com", "app.example.com", "ws")
+    downgraded["headers"].append((b"x-forwarded-proto", b"https"))
+    assert not origin_allowed(downgraded)
