@@ -92,11 +92,15 @@ class ExportSerializer(serializers.Serializer):
 class LaunchBudgetShape(serializers.Serializer):
     """The documented shape of a launch budget (checked by `dag.runs.launch_budget`)."""
 
-    max_depth = serializers.IntegerField(min_value=1, required=False, help_text=launch_budget.HELP["max_depth"])
-    max_llm_calls = serializers.IntegerField(min_value=1, required=False,
+    max_depth = serializers.IntegerField(min_value=1, max_value=launch_budget.MAX_COUNT, required=False,
+                                         help_text=launch_budget.HELP["max_depth"])
+    max_llm_calls = serializers.IntegerField(min_value=1, max_value=launch_budget.MAX_COUNT, required=False,
                                              help_text=launch_budget.HELP["max_llm_calls"])
-    max_tokens = serializers.IntegerField(min_value=1, required=False, help_text=launch_budget.HELP["max_tokens"])
-    timeout_s = serializers.FloatField(min_value=0, required=False, help_text=launch_budget.HELP["timeout_s"])
+    max_tokens = serializers.IntegerField(min_value=1, max_value=launch_budget.MAX_COUNT, required=False,
+                                          help_text=launch_budget.HELP["max_tokens"])
+    # Above 0 (0 itself is refused): the smallest step the form offers stands in for "exclusive".
+    timeout_s = serializers.FloatField(min_value=0.001, max_value=launch_budget.MAX_TIMEOUT_S, required=False,
+                                       help_text=launch_budget.HELP["timeout_s"])
 
 
 @extend_schema_field(LaunchBudgetShape)
