@@ -52,7 +52,22 @@ def import_session(data: Any, owner) -> Session:
         parent_seqs.append(_parent_seq(item, seq_of_id, where))
         if isinstance(item.get("id"), (int, str)):
             seq_of_id[item["id"]] = index
+    _end_what_was_unfinished(session_fields, node_fields)
     return write_path.insert_imported_session(owner, session_fields, node_fields, parent_seqs)
+
+
+IMPORTED_UNFINISHED = "exported before it ended; imported as interrupted"
+
+
+def _end_what_was_unfinished(session_fields: dict, node_fields: list[dict]) -> None:
+    """An export taken mid-run holds `queued` / `running` rows; no run will ever finish the copy, so it
+    arrives `interrupted` (otherwise it would stay running forever and count against the active-run limit)."""
+    if session_fields.get("status", Session.Status.QUEUED) not in Session.TERMINAL:
+        session_fields["status"] = Session.Status.INTERRUPTED
+        session_fields["error"] = session_fields.get("error") or IMPORTED_UNFINISHED
+    for fields in node_fields:
+        if fields.get("status", Node.Status.RUNNING) not in Node.TERMINAL:
+            fields["status"] = Node.Status.INTERRUPTED
 
 
 def _check_document(data: Any) -> tuple[dict, list]:

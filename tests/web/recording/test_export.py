@@ -135,3 +135,14 @@ def test_import_finds_parents_without_rescanning_earlier_nodes(user):
     copy = import_session({"version": 1, "session": {"function": "slow_count"}, "nodes": nodes}, user)
     assert copy.nodes.filter(parent__isnull=False).count() == count - 1
     assert _CountingNode.reads <= 2 * count
+
+
+def test_an_export_taken_mid_run_is_imported_interrupted(user):
+    document = {"version": 1, "session": {"function": "slow_count", "status": "running"},
+                "nodes": [{"id": 1, "seq": 0, "parent": None, "kind": "code", "name": "slow_count",
+                           "status": "running"},
+                          {"id": 2, "seq": 1, "parent": 1, "kind": "code", "name": "count_step",
+                           "status": "completed"}]}
+    copy = import_session(document, user)
+    assert copy.status == "interrupted" and "imported as interrupted" in copy.error
+    assert list(copy.nodes.order_by("seq").values_list("status", flat=True)) == ["interrupted", "completed"]
