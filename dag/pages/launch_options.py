@@ -24,7 +24,6 @@ class LaunchOptionsForm(forms.Form):
         initial = {k: v for k, v in (initial_budget or {}).items() if k in FIELDS}
         super().__init__(data=data, initial={**initial, "model": initial_model or ""})
         choices = [("", "The server's default")] + [(spec, spec) for spec, _ in available_models()]
-        self.model_notes = available_models()
         self.fields["model"] = forms.ChoiceField(
             choices=choices, required=False, label="Model",
             help_text="The simulated models (sim, sim:naive) run offline and are not LLMs: they pick tools by "

@@ -69,7 +69,8 @@ def clean_model(value) -> Optional[str]:
     """The model spec to run on (None: the server's default); ModelProblem if it cannot be used here."""
     if value is None or value == "":
         return None
-    allowed = ", ".join(spec for spec, _ in available_models())
+    offered = [spec for spec, _ in available_models()]
+    allowed = ", ".join(offered)
     if not isinstance(value, str) or len(value) > MAX_MODEL_CHARS or "\x00" in value or not value.strip():
         raise ModelProblem(f"must be a model name like 'sim' or 'openai:gpt-4o-mini' (at most "
                            f"{MAX_MODEL_CHARS} characters); this server offers {allowed}")
@@ -81,7 +82,7 @@ def clean_model(value) -> Optional[str]:
     if provider not in _configured_providers():
         raise ModelProblem(f"provider {provider!r} is not set up on this server; it offers {allowed}")
     spec = f"{provider}:{model}" if model else provider
-    if spec not in {choice for choice, _ in available_models()}:
+    if spec not in offered:
         raise ModelProblem(f"model {spec!r} is not offered on this server (an operator may add it to "
                            f"OPENPROGRAM_MODELS); it offers {allowed}")
     return spec
