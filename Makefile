@@ -9,7 +9,7 @@ STAMP := $(VENV)/.requirements-installed
 PG_URL ?= postgres://postgres@127.0.0.1:5432/openprogram
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: setup run worker test test-embedded test-browser test-scaled services browser bench bench-peers clean
+.PHONY: setup run worker test reliability-reset test-embedded test-browser test-scaled services browser bench bench-peers clean
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,7 +44,12 @@ define run_pytest
 	  if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; fi; exit $$rc
 endef
 
-test: setup services browser test-embedded test-browser test-scaled
+test: setup services browser reliability-reset test-embedded test-browser test-scaled
+	@$(BIN)/python bin/reliability-summary
+
+# The reliability suite's figures (tests/reliability/figures.py) cover one `make test`.
+reliability-reset:
+	@rm -f var/reliability-figures.jsonl
 
 test-embedded:
 	$(call run_pytest,,tests/unit tests/web tests/reliability -m "not e2e")
