@@ -1,0 +1,67 @@
+"""A run's totals are read from its nodes: nodes by status, model calls and tokens, refusals by kind."""
+import pytest
+
+from dag.recording.totals import empty_totals, session_totals, totals_for, warning_text
+from runtime import agentic_function
+
+from ..dag_helpers import model_call, new_session, recording
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@agentic_function
+def leaf(text: str) -> str:
+    """Repeat the text."""
+    model_call(f"say {text}", reply=f"{text} {text}")
+    return text
+
+
+@agentic_function
+def root() -> str:
+    """Call two leaves."""
+    model_call("plan the work now", reply="two leaves")
+    return leaf("a") + leaf("b")
+
+
+def test_totals_count_nodes_by_status_and_sum_model_calls_and_tokens():
+    session = new_session("root")
+    with recording(session):
+        root()
+    totals = session_totals(session.id)
+    assert totals["counts"] == {"completed": 6}
+    # Tokens as model_call reports them: words in the prompt and in the reply.
+    assert totals["usage"] == {"llm_calls": 3, "input_tokens": 4 + 2 + 2, "output_tokens": 2 + 2 + 2}
+    assert totals["refusals"] == {"depth": 0, "budget": 0}
+
+
+def test_refused_calls_are_counted_by_what_refused_them():
+    @agentic_function
+    def deep(n: int = 0) -> int:
+        """Recurse until the guard says no, then stop."""
+        try:
+            return deep(n + 1)
+        except RecursionError:
+            return n
+
+    session = new_session("deep")
+    with recording(session):
+        deep()
+    totals = session_totals(session.id)
+    assert totals["counts"] == {"completed": 5, "refused": 1}
+    assert totals["refusals"] == {"depth": 1, "budget": 0}
+    assert warning_text(totals["refusals"]) == "1 refused"
+
+
+def test_totals_for_many_sessions_answers_each_and_empty_ones():
+    busy, idle = new_session("root"), new_session("idle")
+    with recording(busy):
+        root()
+    totals = totals_for([busy.id, idle.id])
+    assert totals[busy.id]["usage"]["llm_calls"] == 3
+    assert totals[idle.id] == empty_totals()
+
+
+def test_warning_text_names_each_kind_of_refusal():
+    assert warning_text({"depth": 0, "budget": 0}) == ""
+    assert warning_text({"depth": 2, "budget": 1}) == "2 refused · 1 over budget"
+    assert warning_text({"depth": 0, "budget": 1}) == "1 over budget"
