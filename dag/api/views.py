@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -71,6 +72,13 @@ class SessionPagination(PageNumberPagination):
                 f"must be a whole number from 1 to {self.max_page_size}, got {raw[:40]!r}"]})
         return int(raw)
 
+    def get_page_number(self, request, paginator):
+        # DRF reads an empty `page` as page 1; the schema says a whole number from 1, so it is refused as
+        # any other malformed page is (Django's paginator: "Invalid page", a 404).
+        if request.query_params.get(self.page_query_param) == "":
+            return ""
+        return super().get_page_number(request, paginator)
+
     def get_schema_operation_parameters(self, view):
         parameters = super().get_schema_operation_parameters(view)
         bounds = {self.page_query_param: {"minimum": 1},
@@ -80,10 +88,15 @@ class SessionPagination(PageNumberPagination):
         return parameters
 
 
+# Any id reaches the view (a malformed one is a JSON 404), but only a UUID can name a session: the schema
+# says so, so a client (or a generated test) knows what an id looks like.
+SESSION_ID = OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The session's id.")
+
+
 @extend_schema_view(
     list=extend_schema(responses={200: SessionSerializer(many=True), 400: PageSizeErrorSerializer,
                                   404: NotFoundSerializer}),
-    retrieve=extend_schema(responses={200: SessionSerializer, 404: NotFoundSerializer}),
+    retrieve=extend_schema(parameters=[SESSION_ID], responses={200: SessionSerializer, 404: NotFoundSerializer}),
 )
 class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Runs of functions: launch one, list yours, read one and its nodes, export it, stop it."""
@@ -117,7 +130,7 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         return Response(session.as_dict(), status=status.HTTP_201_CREATED)
 
     @extend_schema(
-        parameters=[OpenApiParameter("since_rev", {"type": "integer", "minimum": 0},
+        parameters=[SESSION_ID, OpenApiParameter("since_rev", {"type": "integer", "minimum": 0},
                                      description="Only nodes changed after this session revision (default 0: "
                                      "every node).")],
         responses={200: NodeSerializer(many=True), 400: SinceRevErrorSerializer, 404: NotFoundSerializer})
@@ -135,12 +148,12 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         nodes = session.nodes.filter(rev__gt=since_rev).order_by("seq")
         return Response([node.as_dict() for node in nodes])
 
-    @extend_schema(responses={200: ExportSerializer, 404: NotFoundSerializer})
+    @extend_schema(parameters=[SESSION_ID], responses={200: ExportSerializer, 404: NotFoundSerializer})
     @action(detail=True, methods=["get"], pagination_class=None)
     def export(self, request, pk=None):
         return Response(export_session(self.get_object()))
 
-    @extend_schema(request=None, responses={200: SessionSerializer, 404: NotFoundSerializer})
+    @extend_schema(request=None, parameters=[SESSION_ID], responses={200: SessionSerializer, 404: NotFoundSerializer})
     @action(detail=True, methods=["post"])
     def stop(self, request, pk=None):
         session = self.get_object()

@@ -75,3 +75,17 @@ def test_the_schema_documents_the_minimums(schema):
     assert sessions["page"]["minimum"] == 1
     assert (sessions["page_size"]["minimum"], sessions["page_size"]["maximum"]) == (1, 500)
     assert query("get", "/api/sessions/{id}/nodes/")["since_rev"]["minimum"] == 0
+
+
+@pytest.mark.parametrize("page", ["", "abc", "0"])
+def test_a_page_that_is_not_a_page_number_is_a_json_404(logged_in, page):
+    # DRF read an empty `page` as page 1 (found by Schemathesis: the schema says a whole number from 1).
+    response = logged_in.get("/api/sessions/", {"page": page})
+    assert response.status_code == 404 and response.json()["detail"] == "Invalid page."
+
+
+def test_the_schema_says_a_session_id_is_a_uuid(schema):
+    for method, path in [("get", "/api/sessions/{id}/"), ("get", "/api/sessions/{id}/nodes/"),
+                         ("get", "/api/sessions/{id}/export/"), ("post", "/api/sessions/{id}/stop/")]:
+        [parameter] = [p for p in schema["paths"][path][method]["parameters"] if p["in"] == "path"]
+        assert parameter["schema"] == {"type": "string", "format": "uuid"}, path
