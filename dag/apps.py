@@ -8,3 +8,4 @@ class DagConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks  # noqa: F401 (registers the system checks)
+        from .accounts import tokens  # noqa: F401 (logging out revokes API tokens)

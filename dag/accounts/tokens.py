@@ -1,11 +1,14 @@
-"""API tokens: stored hashed (django-rest-knox), issued, rotated and revoked, and revoked on a password change.
+"""API tokens: stored hashed (django-rest-knox), issued, rotated and revoked, and revoked on a password change
+and on logging out of the browser.
 
 A user may hold several tokens (a laptop, a script); each is shown once, when issued. Expired ones are
 dropped whenever the user gets a new one. `Authorization: Token <key>` is the header, as before.
 """
 from __future__ import annotations
 
+from django.contrib.auth.signals import user_logged_out
 from django.db import transaction
+from django.dispatch import receiver
 from django.utils import timezone
 from knox.models import AuthToken
 
@@ -49,3 +52,11 @@ class RevokeTokensOnPasswordChange:
 
     def get_help_text(self):
         return ""
+
+
+@receiver(user_logged_out, dispatch_uid="dag.accounts.tokens.revoke_on_logout")
+def revoke_on_logout(sender, request, user, **kwargs):
+    """Logging out of the browser ends every way in the user opened, API tokens too: a token left behind
+    on a shared machine must not outlive the session it was made in."""
+    if user is not None:
+        revoke_all(user)

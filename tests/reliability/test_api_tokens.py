@@ -74,6 +74,21 @@ def test_the_password_change_page_revokes_tokens(user):
     assert not works(key)
 
 
+def test_logging_out_of_the_browser_revokes_every_token(user):
+    first, second = obtain(), obtain()
+    client = Client()
+    client.force_login(user)
+    assert client.post("/accounts/logout/").status_code == 302
+    assert not works(first) and not works(second)
+    assert not AuthToken.objects.filter(user=user).exists()
+
+
+def test_an_anonymous_logout_revokes_nothing(user):
+    key = obtain()
+    assert Client().post("/accounts/logout/").status_code == 302
+    assert works(key)
+
+
 def test_a_login_does_not_revoke_tokens(user):
     key = obtain()
     assert Client().login(**CREDENTIALS)
