@@ -145,6 +145,19 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer",
                                   "CONFIG": {"capacity": 1000}}}
 
+# --- caches -----------------------------------------------------------------------------------
+# The password-attempt throttle (dag.accounts.throttles) counts in "throttles": a count kept in one
+# process's memory would let each server process, and each restart, grant the full rate again. Redis is
+# shared by every process when there is one; otherwise files under var/ are shared by the processes of
+# this machine (the embedded default is one machine).
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "throttles": ({"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+                  if REDIS_URL else
+                  {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+                   "LOCATION": str(VAR_DIR / "throttles")}) | {"KEY_PREFIX": "openprogram-throttle"},
+}
+
 # The Celery broker, when runs execute on Celery workers (OPENPROGRAM_EXECUTOR=celery); see
 # openprogram_web/celery.py for how the Celery app is configured.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or REDIS_URL

@@ -2,20 +2,30 @@
 
 Each check costs the server a PBKDF2 hash (about half a second of CPU), so the count is of requests per
 client address, right or wrong, through either door: `OPENPROGRAM_LOGIN_RATE` (e.g. "10/min"; "off"
-for none). It is DRF's throttle machinery, on Django's cache (per server process unless CACHES names a
-shared one); the page reuses it through `login_wait`.
+for none). It is DRF's throttle machinery, on the "throttles" cache that every server process shares
+(Redis with REDIS_URL, else files under var/; see settings.CACHES); the page reuses it through `login_wait`.
 """
 from __future__ import annotations
 
 import math
 
+from django.core.cache import caches
 from rest_framework.throttling import SimpleRateThrottle
 
 from ..conf import conf
 
 
+THROTTLE_CACHE = "throttles"
+
+
 class LoginRateThrottle(SimpleRateThrottle):
     scope = "login"
+
+    @property
+    def cache(self):
+        # Looked up per use (not DRF's class attribute, bound at import to the default cache), so a test's
+        # or deployment's CACHES holds.
+        return caches[THROTTLE_CACHE]
 
     def get_rate(self):
         # Read at each request (not DRF's THROTTLE_RATES, fixed at import), so a changed setting holds.
@@ -32,3 +42,20 @@ def login_wait(request) -> int | None:
     if throttle.allow_request(request, None):
         return None
     return max(1, math.ceil(throttle.wait() or 1))
+
+
+def forget_attempts() -> None:
+    """Forget every counted password attempt (tests; an administrator after a lock-out).
+
+    On Redis only the throttle's own keys go: `clear()` would empty the whole Redis database, which the
+    channel layer and the Celery broker may share."""
+    from django.core.cache.backends.redis import RedisCache
+
+    cache = caches[THROTTLE_CACHE]
+    if not isinstance(cache, RedisCache):
+        cache.clear()
+        return
+    client = cache._cache.get_client(write=True)
+    keys = list(client.scan_iter(match=cache.make_key("*")))
+    if keys:
+        client.delete(*keys)

@@ -76,3 +76,26 @@ def test_the_throttle_can_be_turned_off(settings, user, clock):
     client = Client()
     for _ in range(5):
         assert client.post("/accounts/login/", WRONG).status_code == 200
+
+
+def test_two_server_processes_share_one_count(user, settings):
+    """Attempts counted by another process (another server behind the same proxy, or this one before a
+    restart) count here: the throttle's cache is shared (Redis with REDIS_URL, else files under var/)."""
+    settings.OPENPROGRAM_LOGIN_RATE = "3/day"  # a window no slow start-up of the other process can outlast
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    other_process = (
+        "import django; django.setup()\n"
+        "from django.test import RequestFactory\n"
+        "from dag.accounts.throttles import login_wait\n"
+        "print([login_wait(RequestFactory().post('/accounts/login/')) for _ in range(3)])\n")
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "openprogram_web.settings", "OPENPROGRAM_LOGIN_RATE": "3/day"}
+    out = subprocess.run([sys.executable, "-c", other_process], env=env, cwd=Path(__file__).parents[2],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[None, None, None]"  # three allowed there
+    refused = Client().post("/accounts/login/", {**RIGHT, "next": "/"})  # the same address, here
+    assert refused.status_code == 429 and int(refused["Retry-After"]) > 0

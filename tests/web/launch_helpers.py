@@ -97,12 +97,12 @@ def fast_hashing(settings):
 
 @pytest.fixture(autouse=True)
 def fresh_throttles():
-    """Each test starts with no password attempts counted (the throttles keep them in Django's cache)."""
-    from django.core.cache import cache
+    """Each test starts with no password attempts counted (the throttle keeps them in its shared cache)."""
+    from dag.accounts.throttles import forget_attempts
 
-    cache.clear()
+    forget_attempts()
     yield
-    cache.clear()
+    forget_attempts()
 
 
 @pytest.fixture
