@@ -18,6 +18,7 @@ from typing import Any
 
 from django import forms
 
+from ..api.parsers import MAX_DEPTH, nested_deeper_than
 from ..runs.launch import argument_problems
 
 OMIT = object()  # "leave this argument out" (a required one: the schema check then says so)
@@ -127,12 +128,19 @@ def _json(text: str, where: str = "") -> Any:
     def not_finite(literal: str):
         raise FormValueError(f"{where}expected finite numbers, got {literal}")
 
+    too_deep = f"{where}nested deeper than {MAX_DEPTH} levels of objects and arrays; enter flatter data"
     try:
         # Python's json reads NaN and Infinity, and 1e999 as infinity; the API's strict parser does not.
-        return json.loads(text, parse_constant=not_finite,
-                          parse_float=lambda literal: _number(literal, "number", where))
+        value = json.loads(text, parse_constant=not_finite,
+                           parse_float=lambda literal: _number(literal, "number", where))
     except json.JSONDecodeError as exc:
         raise FormValueError(f"{where}not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except RecursionError:
+        raise FormValueError(too_deep) from None
+    # The API's limit: deeper data overflows the stack in the checks and writes after parsing.
+    if nested_deeper_than(value, MAX_DEPTH):
+        raise FormValueError(too_deep)
+    return value
 
 
 def _list_item(line: str, item_type: str | None, number: int) -> Any:

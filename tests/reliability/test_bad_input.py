@@ -100,3 +100,23 @@ def test_finite_numbers_still_launch_from_the_form(logged_in, test_functions):
     response = logged_in.post("/functions/widgets/", form_data(ratio="2.5e-3", extra='{"a": -1.5e3}'))
     assert response.status_code == 302
     assert Session.objects.get().args["ratio"] == 0.0025
+
+
+# --- JSON nested too deep, through the launch form -------------------------------------------------
+
+@pytest.mark.parametrize("field, value", [
+    ("extra", arrays(101)), ("extra", objects(150)), ("extra", arrays(20_000)), ("extra", objects(5000)),
+])
+def test_json_nested_too_deep_in_the_form_is_an_error_on_its_field_naming_the_limit(logged_in, test_functions,
+                                                                                   field, value):
+    form = LaunchForm(widgets, data=form_data(**{field: value}))
+    assert not form.is_valid() and list(form.errors) == [field]
+    assert "nested deeper than 100 levels" in form.errors[field][0]
+
+    response = logged_in.post("/functions/widgets/", form_data(**{field: value}))
+    assert response.status_code == 400 and not Session.objects.exists()
+    assert "nested deeper than 100 levels" in response.content.decode()
+
+
+def test_json_nested_within_the_limit_launches_from_the_form(logged_in, test_functions):
+    assert logged_in.post("/functions/widgets/", form_data(extra=objects(90))).status_code == 302
