@@ -9,14 +9,16 @@ from ..dag_helpers import model_call, new_session, recording
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@agentic_function
+# Kept out of the global tool registry: imported at collection, outside any test's isolated registry,
+# these common names would collide with other tests' tools (test_context_render's `leaf`).
+@agentic_function(register_globally=False)
 def leaf(text: str) -> str:
     """Repeat the text."""
     model_call(f"say {text}", reply=f"{text} {text}")
     return text
 
 
-@agentic_function
+@agentic_function(register_globally=False)
 def root() -> str:
     """Call two leaves."""
     model_call("plan the work now", reply="two leaves")
