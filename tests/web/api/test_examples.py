@@ -48,8 +48,9 @@ def test_the_launch_docs_show_real_bodies_not_placeholders(schema):
     assert schema["components"]["schemas"]["Launch"]["properties"]["args"]["type"] == "object"
     for code in ("201", "400", "429"):
         assert launch["responses"][code]["content"]["application/json"]["examples"], code
-    for path, method in (("/api/sessions/", "get"), ("/api/sessions/{id}/", "get"), ("/api/sessions/{id}/nodes/", "get"),
-                         ("/api/sessions/{id}/export/", "get"), ("/api/sessions/{id}/stop/", "post")):
+    for path, method in (("/api/sessions/", "get"), ("/api/sessions/{id}/", "get"),
+                         ("/api/sessions/{id}/nodes/", "get"), ("/api/sessions/{id}/export/", "get"),
+                         ("/api/sessions/{id}/stop/", "post")):
         assert schema["paths"][path][method]["responses"]["200"]["content"]["application/json"]["examples"], path
 
 
