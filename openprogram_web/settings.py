@@ -243,6 +243,9 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # Sessions and nodes each have a "status" of their own choices; named here so neither is a hash.
+    "ENUM_NAME_OVERRIDES": {"SessionStatusEnum": "dag.api.serializers.SESSION_STATUSES",
+                            "NodeStatusEnum": "dag.api.serializers.NODE_STATUSES"},
 }
 
 # --- OpenProgram ------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Request and response shapes of the REST API.
 
 Responses are the models' own `as_dict()` (one JSON shape for the API, the websocket stream and exports);
-the serializers declare those shapes so the OpenAPI schema documents them.
+the serializers declare those shapes so the OpenAPI schema documents them. A session as the API answers it
+adds its run summary (`dag.recording.totals`): nodes by status, model calls and tokens, warning, wall time.
 """
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from ..models import Node, Session
+from ..recording.totals import run_summary, session_totals, totals_for
 from ..runs import launch_budget
+
+# The choice sets of the two "status" fields, named in SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"].
+SESSION_STATUSES = Session.Status.values
+NODE_STATUSES = Node.Status.values
 
 
 class FunctionSerializer(serializers.Serializer):
@@ -28,6 +34,16 @@ class ModelChoiceSerializer(serializers.Serializer):
     description = serializers.CharField()
 
 
+@extend_schema_field({"type": "object", "additionalProperties": True, "example": {"n": 5, "delay_s": 0}})
+class ArgumentsField(serializers.JSONField):
+    """A function's arguments by parameter name: documented as an object (a bare JSONField reads "string")."""
+
+
+@extend_schema_field({"type": "string", "nullable": True, "example": "sim:naive"})
+class ModelSpecField(serializers.JSONField):
+    """A model spec, taken as JSON so that the launch names a wrong type (not DRF's generic message)."""
+
+
 class AsDictSerializer(serializers.Serializer):
     """Read-only: the instance's `as_dict()`."""
 
@@ -35,11 +51,13 @@ class AsDictSerializer(serializers.Serializer):
         return instance.as_dict()
 
 
-class SessionSerializer(AsDictSerializer):
+class SessionRecordSerializer(AsDictSerializer):
+    """A session as recorded: the shape of the websocket stream and of exports."""
+
     id = serializers.UUIDField()
     function = serializers.CharField()
-    args = serializers.JSONField()
-    status = serializers.ChoiceField(choices=Session.Status.values)
+    args = ArgumentsField()
+    status = serializers.ChoiceField(choices=SESSION_STATUSES)
     phase = serializers.CharField(help_text='The status as shown: "cancelling" between a stop request and the '
                                             "run's end, else the status.")
     result = serializers.JSONField(allow_null=True)
@@ -58,13 +76,54 @@ class SessionSerializer(AsDictSerializer):
                                    '"hostname:pid"; null before it was claimed.')
 
 
+class UsageSerializer(serializers.Serializer):
+    llm_calls = serializers.IntegerField(help_text="Model calls made so far (llm nodes).")
+    input_tokens = serializers.IntegerField(help_text="Tokens sent to the model, summed over the model calls.")
+    output_tokens = serializers.IntegerField(help_text="Tokens the model answered with, summed likewise.")
+
+
+class SessionListSerializer(serializers.ListSerializer):
+    """A page of sessions whose totals are read for the whole page in two queries, not two per row."""
+
+    def to_representation(self, data):
+        sessions = list(data.all() if hasattr(data, "all") else data)
+        totals = totals_for([session.pk for session in sessions])
+        return [self.child.represent(session, totals[session.pk]) for session in sessions]
+
+
+class SessionSerializer(SessionRecordSerializer):
+    """A session as the API answers it: as recorded, plus its run summary, read from its nodes when asked,
+    so it is current while the run goes."""
+
+    counts = serializers.DictField(child=serializers.IntegerField(),
+                                   help_text='Nodes by status, e.g. {"completed": 14, "refused": 1}; '
+                                             "statuses with no node are absent.")
+    usage = UsageSerializer()
+    warning = serializers.CharField(allow_blank=True,
+                                    help_text='What the status alone hides, e.g. "1 refused" or "2 refused · '
+                                              '1 over budget" (calls the depth ceiling or a budget refused); '
+                                              '"" when none.')
+    wall_ms = serializers.IntegerField(allow_null=True, help_text="Milliseconds from start to end, or to now "
+                                       "while the run goes; null before it started.")
+
+    class Meta:
+        list_serializer_class = SessionListSerializer
+
+    def to_representation(self, session):
+        return self.represent(session, session_totals(session.pk))
+
+    @staticmethod
+    def represent(session: Session, totals: dict) -> dict:
+        return {**session.as_dict(), **run_summary(session, totals)}
+
+
 class NodeSerializer(AsDictSerializer):
     id = serializers.IntegerField()
     seq = serializers.IntegerField(help_text="Position in the session, gap-free, in creation order.")
     parent = serializers.IntegerField(allow_null=True, help_text="The id of the calling node.")
     kind = serializers.ChoiceField(choices=Node.Kind.values)
     name = serializers.CharField()
-    status = serializers.ChoiceField(choices=Node.Status.values)
+    status = serializers.ChoiceField(choices=NODE_STATUSES)
     depth = serializers.IntegerField()
     name_depth = serializers.IntegerField(help_text="The recursion guard's per-name counter for this call.")
     expose = serializers.CharField()
@@ -85,7 +144,7 @@ class NodeSerializer(AsDictSerializer):
 
 class ExportSerializer(serializers.Serializer):
     version = serializers.IntegerField()
-    session = SessionSerializer()
+    session = SessionRecordSerializer()
     nodes = NodeSerializer(many=True)
 
 
@@ -111,15 +170,15 @@ class LaunchBudgetField(serializers.JSONField):
 class LaunchSerializer(serializers.Serializer):
     """Checks only the request's shape; the arguments are checked against the function's own schema."""
 
-    function = serializers.CharField(max_length=200)
-    args = serializers.JSONField(required=False, default=dict,
+    function = serializers.CharField(max_length=200, help_text="The function's name, from GET /api/functions/.")
+    args = ArgumentsField(required=False, default=dict,
                                  help_text="Arguments by parameter name, as the function's spec describes.")
     budget = LaunchBudgetField(required=False, allow_null=True, default=None,
                                help_text="Limits for the whole run; they tighten the function's own budget.")
-    model = serializers.JSONField(required=False, allow_null=True, default=None,
-                                  help_text="The model to run on, e.g. \"sim\", \"sim:naive\", "
-                                            "\"openai:gpt-4o-mini\" (default: the server's); "
-                                            "GET /api/models/ lists what this server offers.")
+    model = ModelSpecField(required=False, allow_null=True, default=None,
+                           help_text="The model to run on, e.g. \"sim\", \"sim:naive\", "
+                                     "\"openai:gpt-4o-mini\" (default: the server's); "
+                                     "GET /api/models/ lists what this server offers.")
 
 
 class LaunchErrorSerializer(serializers.Serializer):

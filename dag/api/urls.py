@@ -1,9 +1,10 @@
-"""REST API routes, the OpenAPI schema and its docs page (all behind login like the rest of the API)."""
+"""REST API routes, its index, the OpenAPI schema and its docs page (all behind login like the rest of the API)."""
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.routers import SimpleRouter
 
+from .index import ApiIndexView
 from .tokens import TokenRotateView, TokenView
 from .views import FunctionViewSet, ModelViewSet, SessionViewSet
 
@@ -16,7 +17,7 @@ router.register("models", ModelViewSet, basename="model")
 _private = {"permission_classes": [IsAuthenticated]}
 
 
-urlpatterns = router.urls + [
+urlpatterns = [path("", ApiIndexView.as_view(), name="api-index")] + router.urls + [
     path("token/", TokenView.as_view(), name="api-token"),
     path("token/rotate/", TokenRotateView.as_view(), name="api-token-rotate"),
     path("schema/", SpectacularAPIView.as_view(**_private), name="schema"),

@@ -16,10 +16,11 @@ from rest_framework.response import Response
 
 from ..conf import conf
 from ..models import Session
-from ..recording.export import export_session
+from ..recording.export import export_filename, export_session
 from ..runs import catalog, lifecycle
 from ..runs.launch import LaunchLimited, LaunchRejected, launch
 from ..runs.model_choice import available_models
+from . import examples
 from .serializers import (ExportSerializer, FunctionSerializer, LaunchErrorSerializer, LaunchLimitedSerializer,
                           LaunchSerializer, ModelChoiceSerializer, NodeSerializer, NotFoundSerializer, PageSizeErrorSerializer,
                           SessionSerializer, SinceRevErrorSerializer)
@@ -79,6 +80,13 @@ class SessionPagination(PageNumberPagination):
             return ""
         return super().get_page_number(request, paginator)
 
+    def get_paginated_response_schema(self, schema):
+        """DRF's page shape, with examples of this API's own URLs (DRF's say /accounts/)."""
+        paginated = super().get_paginated_response_schema(schema)
+        for name, example in examples.PAGE_LINKS.items():
+            paginated["properties"][name]["example"] = example
+        return paginated
+
     def get_schema_operation_parameters(self, view):
         parameters = super().get_schema_operation_parameters(view)
         bounds = {self.page_query_param: {"minimum": 1},
@@ -95,8 +103,9 @@ SESSION_ID = OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH, de
 
 @extend_schema_view(
     list=extend_schema(responses={200: SessionSerializer(many=True), 400: PageSizeErrorSerializer,
-                                  404: NotFoundSerializer}),
-    retrieve=extend_schema(parameters=[SESSION_ID], responses={200: SessionSerializer, 404: NotFoundSerializer}),
+                                  404: NotFoundSerializer}, examples=examples.SESSION_LIST_EXAMPLES),
+    retrieve=extend_schema(parameters=[SESSION_ID], responses={200: SessionSerializer, 404: NotFoundSerializer},
+                           examples=examples.SESSION_EXAMPLES),
 )
 class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Runs of functions: launch one, list yours, read one and its nodes, export it, stop it."""
@@ -110,7 +119,8 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         return Session.objects.filter(owner=self.request.user).order_by("-created_at")
 
     @extend_schema(request=LaunchSerializer, responses={201: SessionSerializer, 400: LaunchErrorSerializer,
-                                                        429: LaunchLimitedSerializer})
+                                                        429: LaunchLimitedSerializer},
+                   examples=examples.LAUNCH_EXAMPLES)
     def create(self, request):
         try:
             data = request.data
@@ -127,13 +137,14 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
             return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS)
         except LaunchRejected as exc:
             return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
-        return Response(session.as_dict(), status=status.HTTP_201_CREATED)
+        return Response(SessionSerializer(session).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
         parameters=[SESSION_ID, OpenApiParameter("since_rev", {"type": "integer", "minimum": 0},
                                      description="Only nodes changed after this session revision (default 0: "
                                      "every node).")],
-        responses={200: NodeSerializer(many=True), 400: SinceRevErrorSerializer, 404: NotFoundSerializer})
+        responses={200: NodeSerializer(many=True), 400: SinceRevErrorSerializer, 404: NotFoundSerializer},
+        examples=examples.NODES_EXAMPLES)
     @action(detail=True, methods=["get"], pagination_class=None)
     def nodes(self, request, pk=None):
         session = self.get_object()
@@ -148,14 +159,19 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         nodes = session.nodes.filter(rev__gt=since_rev).order_by("seq")
         return Response([node.as_dict() for node in nodes])
 
-    @extend_schema(parameters=[SESSION_ID], responses={200: ExportSerializer, 404: NotFoundSerializer})
+    @extend_schema(parameters=[SESSION_ID], responses={200: ExportSerializer, 404: NotFoundSerializer},
+                   examples=examples.EXPORT_EXAMPLES)
     @action(detail=True, methods=["get"], pagination_class=None)
     def export(self, request, pk=None):
-        return Response(export_session(self.get_object()))
+        """The whole DAG, as an attachment: a plain link to it downloads `<function>-<id>.json`."""
+        session = self.get_object()
+        return Response(export_session(session),
+                        headers={"Content-Disposition": f'attachment; filename="{export_filename(session)}"'})
 
-    @extend_schema(request=None, parameters=[SESSION_ID], responses={200: SessionSerializer, 404: NotFoundSerializer})
+    @extend_schema(request=None, parameters=[SESSION_ID], responses={200: SessionSerializer, 404: NotFoundSerializer},
+                   examples=examples.STOP_EXAMPLES)
     @action(detail=True, methods=["post"])
     def stop(self, request, pk=None):
         session = self.get_object()
-        return Response(lifecycle.request_stop(session.pk).as_dict())
+        return Response(SessionSerializer(lifecycle.request_stop(session.pk)).data)
 

@@ -6,6 +6,7 @@ export of the import equals the original apart from ids.
 """
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any, Optional
 
@@ -28,6 +29,13 @@ def export_session(session: Session) -> dict:
     nodes = Node.objects.filter(session=session).order_by("seq")
     return {"version": EXPORT_VERSION, "session": session.as_dict(),
             "nodes": [node.as_dict() for node in nodes.iterator(chunk_size=500)]}
+
+
+def export_filename(session: Session) -> str:
+    """`<function>-<id>.json`, the function's name reduced to characters safe in a file name (and in a
+    Content-Disposition header) on every system."""
+    function = re.sub(r"[^A-Za-z0-9._-]+", "_", session.function).strip("._") or "session"
+    return f"{function[:100]}-{session.pk}.json"
 
 
 class SessionImportError(ValueError):

@@ -2,7 +2,8 @@
 
 Read, not stored: each figure is one grouped query over the session's nodes, so it is current while
 the run goes and costs nothing on the recording path. `totals_for` answers many sessions in two
-queries (the session list); `session_totals` one.
+queries (the session list); `session_totals` one. `wall_ms` is the run's wall time so far, and
+`run_summary` all of it as the API shows it beside a session.
 
 Warnings are what a run's status alone hides: a run that `completed` although the depth guard or a
 budget refused some of its calls. `warning_text` words them as the header and the list show them,
@@ -10,13 +11,16 @@ e.g. "1 refused" or "2 refused · 1 over budget".
 """
 from __future__ import annotations
 
-from typing import Iterable
+import uuid
+from datetime import datetime
+from typing import Iterable, Optional
 
 from django.db.models import Count, IntegerField, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
+from django.utils import timezone
 
-from ..models import Node
+from ..models import Node, Session
 
 
 def empty_totals() -> dict:
@@ -25,15 +29,18 @@ def empty_totals() -> dict:
 
 
 def totals_for(session_ids: Iterable) -> dict:
-    """{session id: totals} for each of `session_ids` (absent sessions get empty totals)."""
+    """{session id: totals} for each of `session_ids`, keyed as given (UUIDs or their text); sessions
+    without nodes get empty totals."""
     ids = list(session_ids)
     totals = {session_id: empty_totals() for session_id in ids}
     if not ids:
         return totals
-    nodes = Node.objects.filter(session_id__in=ids)
+    # The rows name sessions by UUID; a caller may hold the id as text (a URL).
+    given = {_as_uuid(session_id): session_id for session_id in ids}
+    nodes = Node.objects.filter(session_id__in=list(given))
     by_status = nodes.values("session_id", "status", "refusal").annotate(n=Count("id")).order_by()
     for row in by_status:
-        entry = totals.setdefault(row["session_id"], empty_totals())
+        entry = totals[given[row["session_id"]]]
         entry["counts"][row["status"]] = entry["counts"].get(row["status"], 0) + row["n"]
         if row["status"] == Node.Status.REFUSED:
             kind = "budget" if row["refusal"].startswith("budget") else "depth"
@@ -43,7 +50,7 @@ def totals_for(session_ids: Iterable) -> dict:
                         input_tokens=Coalesce(Sum(Cast(KT("usage__input_tokens"), IntegerField())), 0),
                         output_tokens=Coalesce(Sum(Cast(KT("usage__output_tokens"), IntegerField())), 0)))
     for row in tokens:
-        usage = totals.setdefault(row["session_id"], empty_totals())["usage"]
+        usage = totals[given[row["session_id"]]]["usage"]
         usage.update(llm_calls=row["llm_calls"], input_tokens=row["input_tokens"],
                      output_tokens=row["output_tokens"])
     return totals
@@ -51,6 +58,23 @@ def totals_for(session_ids: Iterable) -> dict:
 
 def session_totals(session_id) -> dict:
     return totals_for([session_id])[session_id]
+
+
+def _as_uuid(session_id) -> uuid.UUID:
+    return session_id if isinstance(session_id, uuid.UUID) else uuid.UUID(str(session_id))
+
+
+def wall_ms(session: Session, now: Optional[datetime] = None) -> Optional[int]:
+    """Milliseconds from the run's start to its end, or to `now` (default: the clock) while it goes;
+    None before it started, and for an ended run that never recorded its end."""
+    if session.started_at is None:
+        return None
+    end = session.finished_at
+    if end is None:
+        if session.is_terminal:
+            return None
+        end = now or timezone.now()
+    return max(0, int((end - session.started_at).total_seconds() * 1000))
 
 
 def warning_text(refusals: dict) -> str:
@@ -62,3 +86,9 @@ def warning_text(refusals: dict) -> str:
         parts.append(f"{refusals['budget']} over budget")
     return " · ".join(parts)
 
+
+
+def run_summary(session: Session, totals: dict, now: Optional[datetime] = None) -> dict:
+    """{"counts", "usage", "warning", "wall_ms"}: what the API adds to a session's `as_dict()`."""
+    return {"counts": totals["counts"], "usage": totals["usage"], "warning": warning_text(totals["refusals"]),
+            "wall_ms": wall_ms(session, now)}

@@ -37,7 +37,7 @@ BOUNDED = settings(max_examples=EXAMPLES_PER_OPERATION_AND_MODE, derandomize=Tru
 # Operations that replace or revoke the token they are sent with.
 OWN_TOKEN_OPERATIONS = {("POST", "/api/token/rotate/"), ("DELETE", "/api/token/")}
 EVERY_OPERATION = {
-    ("GET", "/api/functions/"), ("GET", "/api/functions/{name}/"), ("GET", "/api/models/"),
+    ("GET", "/api/"), ("GET", "/api/functions/"), ("GET", "/api/functions/{name}/"), ("GET", "/api/models/"),
     ("GET", "/api/sessions/"), ("POST", "/api/sessions/"), ("GET", "/api/sessions/{id}/"),
     ("GET", "/api/sessions/{id}/export/"), ("GET", "/api/sessions/{id}/nodes/"),
     ("POST", "/api/sessions/{id}/stop/"), ("POST", "/api/token/"), ("DELETE", "/api/token/"),
@@ -47,7 +47,7 @@ EVERY_OPERATION = {
 # Operations whose every request fits the schema (no parameters, or a free-text function name): there is
 # no invalid input to generate (Hypothesis would report its strategy unsatisfiable). Their only way to be
 # wrong, missing or invalid credentials, is still probed by the auth check on every positive case.
-EVERY_INPUT_VALID = {"GET /api/functions/", "GET /api/functions/{name}/", "GET /api/models/",
+EVERY_INPUT_VALID = {"GET /api/", "GET /api/functions/", "GET /api/functions/{name}/", "GET /api/models/",
                      "DELETE /api/token/", "POST /api/token/rotate/"}
 
 # A launch request may fit the schema and still name no function of this server or give the function

@@ -3,7 +3,7 @@
 Arguments are read exactly like the web form reads its fields (`dag.pages.forms`), so the same text gives the
 same values and the same errors. Repeat a key for list parameters (`tags=a tags=b`). The run goes to the
 configured executor like any other launch, and the tree is drawn by polling the database, so it works
-whichever process executes the run.
+whichever process executes the run. The exit code says how the run ended (EXIT_CODES_HELP).
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from rich.live import Live
 
 from dag.live.cli_tree import build_tree
 from dag.models import Node, Session
+from dag.recording.totals import session_totals, warning_text
 from dag.pages.forms import LaunchForm, to_form_text
 from dag.runs import catalog
 from dag.runs.launch import LaunchRejected, launch
@@ -31,6 +32,12 @@ from dag.runs.local_user import default_user
 POLL_S = 0.1
 EXIT_CODES = {Session.Status.COMPLETED: 0, Session.Status.ERROR: 1, Session.Status.INTERRUPTED: 1,
               Session.Status.CANCELLED: 130}  # 130: the shell's code for "ended by Ctrl-C"
+EXIT_BAD_INVOCATION = 2
+# A run that completed although the depth ceiling or a budget refused some of its calls: its result may
+# be missing what those calls would have found, so scripts should not take it as a plain success.
+EXIT_COMPLETED_WITH_WARNING = 3
+EXIT_CODES_HELP = ("exit codes: 0 completed; 1 error or interrupted; 2 bad invocation; 3 completed with "
+                   "refused calls or budget breaches (the warning is printed); 130 cancelled (Ctrl-C or a stop)")
 
 
 def parse_assignments(pairs: list[str]) -> dict[str, str]:
@@ -39,7 +46,7 @@ def parse_assignments(pairs: list[str]) -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise CommandError(f"arguments are key=value; got {pair!r}", returncode=2)
+            raise CommandError(f"arguments are key=value; got {pair!r}", returncode=EXIT_BAD_INVOCATION)
         values.setdefault(key, []).append(value)
     return {key: "\n".join(items) for key, items in values.items()}
 
@@ -50,7 +57,7 @@ def form_for(tool, given: dict[str, str]) -> LaunchForm:
     unknown = sorted(set(given) - set(form.fields))
     if unknown:
         raise CommandError(f"unknown argument(s) {', '.join(unknown)} for {tool.tool_name}; "
-                           f"parameters are: {', '.join(form.fields) or 'none'}", returncode=2)
+                           f"parameters are: {', '.join(form.fields) or 'none'}", returncode=EXIT_BAD_INVOCATION)
     data = {param.name: to_form_text(param, param.schema["default"]) for param in form.params if param.has_default}
     for param in form.params:
         if param.name in given:
@@ -81,6 +88,10 @@ def _ctrl_c_counted() -> Iterator[list]:
 class Command(BaseCommand):
     help = "Run an agentic function, drawing its call tree as it grows. Ctrl-C stops the run."
 
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        kwargs.setdefault("epilog", EXIT_CODES_HELP)
+        return super().create_parser(prog_name, subcommand, **kwargs)
+
     def add_arguments(self, parser):
         parser.add_argument("function", help="the function's name (see the catalog or /api/functions/)")
         parser.add_argument("arguments", nargs="*", metavar="key=value",
@@ -94,21 +105,22 @@ class Command(BaseCommand):
         try:
             entry = catalog.get(options["function"])
         except catalog.UnknownFunction as exc:
-            raise CommandError(str(exc), returncode=2) from None
+            raise CommandError(str(exc), returncode=EXIT_BAD_INVOCATION) from None
         form = form_for(entry.tool, parse_assignments(options["arguments"]))
         if not form.is_valid():
             lines = [f"  {name if name != '__all__' else 'arguments'}: {message}"
                      for name, messages in form.errors.items() for message in messages]
-            raise CommandError(f"invalid arguments for {entry.name}:\n" + "\n".join(lines), returncode=2)
+            raise CommandError(f"invalid arguments for {entry.name}:\n" + "\n".join(lines),
+                               returncode=EXIT_BAD_INVOCATION)
         try:
             budget = parse_budget_text(options["budget"])
         except BudgetProblem as exc:
-            raise CommandError(f"invalid --budget: {exc}", returncode=2) from None
+            raise CommandError(f"invalid --budget: {exc}", returncode=EXIT_BAD_INVOCATION) from None
         user = self._user(options["user"])
         try:
             session = launch(user, entry.name, form.args, budget)
         except LaunchRejected as exc:  # the catalog changed since the form was checked
-            raise CommandError(f"cannot launch {entry.name}: {exc}", returncode=2) from None
+            raise CommandError(f"cannot launch {entry.name}: {exc}", returncode=EXIT_BAD_INVOCATION) from None
         console = Console(file=getattr(self.stdout, "_out", self.stdout), highlight=False)
         console.print(f"Session {session.pk} (as {user.get_username()}); page: /sessions/{session.pk}/",
                       soft_wrap=True)
@@ -122,12 +134,12 @@ class Command(BaseCommand):
         if username:
             user = get_user_model().objects.filter(username=username).first()
             if user is None:
-                raise CommandError(f"no user named {username!r}", returncode=2)
+                raise CommandError(f"no user named {username!r}", returncode=EXIT_BAD_INVOCATION)
             return user
         user = default_user()
         if user is None:
             raise CommandError("no local user; run `manage.py ensure_local_user` or pass --user NAME",
-                               returncode=2)
+                               returncode=EXIT_BAD_INVOCATION)
         return user
 
     def _watch(self, session: Session, console: Console) -> tuple[Session, dict[int, dict]]:
@@ -148,7 +160,8 @@ class Command(BaseCommand):
                     console.print("Stopping… (Ctrl-C again to leave without waiting)")
                     request_stop(session.pk)
                 if len(presses) > 1:
-                    raise CommandError("interrupted again; leaving the run to stop on its own", returncode=130)
+                    self._leave("interrupted again; leaving the run to stop on its own",
+                                EXIT_CODES[Session.Status.CANCELLED])
                 session.refresh_from_db()
                 if session.rev > seen_rev:
                     for node in Node.objects.filter(session=session, rev__gt=seen_rev):
@@ -160,10 +173,22 @@ class Command(BaseCommand):
                 time.sleep(POLL_S)
 
     def _report(self, session: Session, console: Console) -> None:
+        """The result of a completed run, and the exit code of its ending (EXIT_CODES_HELP)."""
         if session.status == Session.Status.COMPLETED:
             result = session.result
             console.print(result if isinstance(result, str) else json.dumps(result, indent=2, ensure_ascii=False),
                           markup=False)
+            warning = warning_text(session_totals(session.pk)["refusals"])
+            if warning:
+                self._leave(f"completed · {warning}", EXIT_COMPLETED_WITH_WARNING)
             return
+        if session.status == Session.Status.CANCELLED:
+            self._leave(f"cancelled: session {session.pk} was stopped; its calls so far are kept",
+                        EXIT_CODES[session.status])
         raise CommandError(f"session {session.pk} ended {session.status}: {session.error}",
                            returncode=EXIT_CODES[session.status])
+
+    def _leave(self, line: str, code: int):
+        """End with `code` after one plain line on stderr: an expected ending, not a CommandError."""
+        self.stderr.write(line)
+        raise SystemExit(code)

@@ -136,10 +136,12 @@ def test_list_pages(api, user):
     assert api.get("/api/sessions/?page=9").status_code == 404
 
 
-def test_session_detail(api, user):
+def test_session_detail_is_the_recorded_session_with_its_run_summary(api, user):
     session = make_session(user)
     body = api.get(f"/api/sessions/{session.pk}/").json()
-    assert body == Session.objects.get(pk=session.pk).as_dict()
+    summary = {"counts": {}, "usage": {"llm_calls": 0, "input_tokens": 0, "output_tokens": 0}, "warning": "",
+               "wall_ms": None}
+    assert body == {**Session.objects.get(pk=session.pk).as_dict(), **summary}
 
 
 def test_nodes_since_revision_in_seq_order(api, user, test_functions):
@@ -211,7 +213,7 @@ def test_run_error_is_kept_on_the_session(api, user, test_functions):
 def test_stop_of_a_finished_session_changes_nothing(api, user, test_functions):
     session = make_session(user, function="echo")
     run_session(session.pk)
-    before = Session.objects.get(pk=session.pk).as_dict()
+    before = api.get(f"/api/sessions/{session.pk}/").json()
     response = api.post(f"/api/sessions/{session.pk}/stop/")
     assert response.status_code == 200 and response.json() == before
 

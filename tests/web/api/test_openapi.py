@@ -30,3 +30,15 @@ def test_schema_and_docs_pages_are_served_to_logged_in_users(user):
     assert client.get("/api/schema/").status_code == 200
     docs = client.get("/api/docs/")
     assert docs.status_code == 200 and b"swagger" in docs.content.lower()
+
+
+def test_the_session_schema_documents_the_run_summary_and_the_export_the_recorded_session(tmp_path):
+    target = tmp_path / "schema.yaml"
+    call_command("spectacular", "--file", str(target), stdout=io.StringIO())
+    schemas = yaml.safe_load(target.read_text())["components"]["schemas"]
+    session = schemas["Session"]["properties"]
+    assert session["counts"]["type"] == "object" and session["counts"]["additionalProperties"]["type"] == "integer"
+    assert set(schemas["Usage"]["properties"]) == {"llm_calls", "input_tokens", "output_tokens"}
+    assert session["warning"]["type"] == "string" and session["wall_ms"]["nullable"] is True
+    recorded = schemas["Export"]["properties"]["session"]["$ref"].rsplit("/", 1)[1]
+    assert not {"counts", "usage", "warning", "wall_ms"} & set(schemas[recorded]["properties"])

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,19 @@ def run(*args) -> str:
     out = io.StringIO()
     call_command("run_function", *args, stdout=out)
     return out.getvalue()
+
+
+def exit_of(*args) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of a run that ends the command with SystemExit."""
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.raises(SystemExit) as caught:
+        call_command("run_function", *args, stdout=out, stderr=err)
+    return caught.value.code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def cli_functions(settings):
+    settings.OPENPROGRAM_FUNCTION_MODULES = ["tests.web.runs.cli_functions"]
 
 
 def failure(*args) -> CommandError:
@@ -82,6 +96,30 @@ def test_a_failed_run_exits_non_zero_with_its_error(local_user, test_functions):
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_run_that_completed_with_refused_calls_exits_3_saying_so(local_user, cli_functions):
+    code, out, err = exit_of("dig")
+    session = Session.objects.get()
+    assert code == 3 and session.status == "completed" and session.result == 4  # five frames ran
+    assert err.strip() == "completed · 1 refused"
+    assert out.rstrip().endswith("4")  # the result is still printed
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_that_completed_over_its_budget_exits_3_saying_so(local_user, cli_functions):
+    code, _, err = exit_of("dig", "--budget", "max_depth=2")
+    assert code == 3 and err.strip() == "completed · 1 over budget"
+    assert Session.objects.get().status == "completed"
+
+
+def test_the_help_lists_the_exit_codes():
+    from dag.management.commands.run_function import Command
+
+    help_text = Command().create_parser("manage.py", "run_function").format_help()
+    assert "3 completed with refused calls or budget breaches" in " ".join(help_text.split())
+    assert "130 cancelled" in help_text
+
+
+@pytest.mark.django_db(transaction=True)
 def test_ctrl_c_stops_the_run_and_exits_130(local_user):
     env = {**os.environ, "DATABASE_URL": database_url(connection.settings_dict), "PYTHONUNBUFFERED": "1"}
     child = subprocess.Popen([sys.executable, "manage.py", "run_function", "slow_count", "n=500", "delay_s=0.05"],
@@ -98,23 +136,82 @@ def test_ctrl_c_stops_the_run_and_exits_130(local_user):
     session.refresh_from_db()
     assert child.returncode == 130, err
     assert session.status == "cancelled" and session.cancel_requested
-    assert "ended cancelled" in err
+    assert err.strip() == f"cancelled: session {session.pk} was stopped; its calls so far are kept"
+    assert "Stopping…" in out  # and no CommandError or traceback: a stop is an expected ending
     assert not Node.objects.filter(session=session, status="running").exists()
     assert Node.objects.filter(session=session, name="count_step").count() < 500
 
 
-def test_a_long_tree_shows_the_latest_calls_with_their_callers():
+SESSION = {"id": "s", "function": "f", "status": "running"}
+NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
+ROOT_NODE = {"id": 1, "seq": 0, "parent": None, "kind": "code", "name": "f", "status": "running", "input": {},
+             "depth": 1, "name_depth": 1, "output": None, "error": "", "duration_ms": None,
+             "started_at": (NOW - timedelta(seconds=2)).isoformat()}
+
+
+def child(i: int, parent: int = 1, name: str | None = None, **fields) -> dict:
+    return {**ROOT_NODE, "id": i, "seq": i - 1, "parent": parent, "name": name or f"step{i}", "depth": 2,
+            "name_depth": 0, "status": "completed", "output": i, "duration_ms": 5, **fields}
+
+
+def drawn(nodes: list[dict], latest: int | None = None) -> str:
     from rich.console import Console
 
     from dag.live.cli_tree import build_tree
 
-    session = {"id": "s", "function": "f", "status": "running"}
-    root = {"id": 1, "seq": 0, "parent": None, "kind": "code", "name": "f", "status": "running", "input": {},
-            "depth": 1, "name_depth": 1, "output": None, "error": ""}
-    steps = {i: {**root, "id": i, "seq": i - 1, "parent": 1, "name": f"step{i}", "depth": 2, "name_depth": 0,
-                 "status": "completed", "output": i} for i in range(2, 12)}
-    console = Console(record=True, width=120)
-    console.print(build_tree(session, {1: root, **steps}, latest=3))
-    text = console.export_text()
+    console = Console(record=True, width=160)
+    console.print(build_tree(SESSION, {node["id"]: node for node in nodes}, latest=latest, now=NOW))
+    return console.export_text()
+
+
+def line_with(text: str, part: str) -> str:
+    return next(line for line in text.splitlines() if part in line)
+
+
+def test_a_long_tree_shows_the_latest_calls_with_their_callers():
+    text = drawn([ROOT_NODE] + [child(i) for i in range(2, 12)], latest=3)
     assert "… 7 earlier calls not shown" in text  # 11 nodes: the latest 3 and their caller are drawn
     assert "f({})" in text and "step9(" in text and "step11(" in text and "step8(" not in text
+
+
+def test_the_elision_line_is_drawn_at_the_level_of_the_calls_it_stands_for():
+    # f → a → a3..a8, then f → b → b10..b12.
+    a = child(2, name="a")
+    inner_a = [child(i, parent=2, name=f"a{i}", depth=3) for i in range(3, 9)]
+    b = child(9, name="b")
+    inner_b = [child(i, parent=9, name=f"b{i}", depth=3) for i in range(10, 13)]
+    tree = [ROOT_NODE, a, *inner_a, b, *inner_b]
+
+    def column(text: str, part: str) -> int:
+        return line_with(text, part).index(part)
+
+    # The latest two (b11, b12): a and its six calls are left out among f's children (b's level), and b10
+    # among b's (b11's level); neither at the top of the tree.
+    text = drawn(tree, latest=2)
+    assert column(text, "… 7 earlier calls not shown") == column(text, "b(")
+    assert column(text, "… 1 earlier call not shown") == column(text, "b11(")
+    assert text.index("… 7 earlier") < text.index("b(") < text.index("… 1 earlier") < text.index("b11(")
+    # The latest nine: only a3 is left out, among a's calls.
+    text = drawn(tree, latest=9)
+    assert column(text, "… 1 earlier call not shown") == column(text, "a4(") > column(text, "a(")
+
+
+def test_each_call_shows_its_duration_and_a_running_one_its_time_so_far():
+    text = drawn([ROOT_NODE, child(2, duration_ms=1234), child(3, duration_ms=7)])
+    assert "1.23 s" in line_with(text, "step2(") and "7 ms" in line_with(text, "step3(")
+    assert "2.00 s" in line_with(text, "f({})")  # running: started two seconds before `now`
+
+
+def test_nesting_reads_depth_and_the_per_name_count_never_a_fold_sign():
+    text = drawn([ROOT_NODE, child(2, name="f", depth=2, name_depth=2)])
+    nested = [line for line in text.splitlines() if "f(" in line][1]
+    assert "depth 2 · nested 2 of 5" in nested and "×" not in text
+
+
+def test_more_than_ten_calls_of_one_function_fold_as_on_the_page():
+    steps = [child(i, name="count_step") for i in range(2, 26)] + [child(26, name="count_step", status="error",
+                                                                             error="boom", output=None)]
+    text = drawn([ROOT_NODE, *steps, child(27, name="done")])
+    assert "count_step ×25  ✓ 24  ✕ 1" in text and "count_step(" not in text
+    assert "done(" in text
+    assert drawn([ROOT_NODE] + [child(i, name="count_step") for i in range(2, 12)]).count("count_step(") == 10

@@ -150,7 +150,8 @@ def test_stop_after_finish_changes_nothing(api, user):
     session = launch(user, "slow_count", {"n": 2, "delay_s": 0})
     wait_for_end(session)
     before = session.as_dict()
-    assert api.post(f"/api/sessions/{session.pk}/stop/").json() == before
+    answer = api.post(f"/api/sessions/{session.pk}/stop/").json()  # the session and its run summary
+    assert {key: answer[key] for key in before} == before and answer["counts"] == {"completed": 3}
     session.refresh_from_db()
     assert session.as_dict() == before and session.status == "completed" and session.result == 2
 

@@ -1,0 +1,56 @@
+"""`GET /api/`: what the API offers, one line per endpoint, with links to its docs and schema.
+
+The table is written out rather than read from the schema so that each line says what a user wants to
+know; a test checks it names every path the schema documents, so the two cannot drift apart.
+"""
+from __future__ import annotations
+
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+# (methods, path, what it does); paths as the OpenAPI schema writes them.
+ENDPOINTS = (
+    ("GET", "/api/", "This index: every endpoint, and where the docs and the schema are."),
+    ("GET", "/api/functions/", "The functions you can launch, each with its spec (parameters as JSON schema)."),
+    ("GET", "/api/functions/{name}/", "One function of the catalog."),
+    ("GET", "/api/models/", "The models a launch may choose on this server."),
+    ("GET, POST", "/api/sessions/", "Your sessions, newest first and paginated; POST launches a function."),
+    ("GET", "/api/sessions/{id}/", "One session: its status, result, nodes by status, model calls, tokens, "
+                                   "warning and wall time."),
+    ("GET", "/api/sessions/{id}/nodes/", "The session's calls in seq order; ?since_rev=R only those changed "
+                                         "after revision R."),
+    ("GET", "/api/sessions/{id}/export/", "The session's whole DAG as a JSON download, <function>-<id>.json."),
+    ("POST", "/api/sessions/{id}/stop/", "Stop the run; idempotent, and no change once it has ended."),
+    ("POST, DELETE", "/api/token/", "POST a username and password for a token; DELETE revokes the token "
+                                    "sent (from a browser login: all of yours)."),
+    ("POST", "/api/token/rotate/", "Swap the token sent for a new one."),
+)
+
+
+class EndpointSerializer(serializers.Serializer):
+    methods = serializers.CharField(help_text='The HTTP methods it answers, e.g. "GET, POST".')
+    path = serializers.CharField(help_text="Its path; {id} and {name} stand for a session's id and a "
+                                           "function's name.")
+    description = serializers.CharField()
+
+
+class ApiIndexSerializer(serializers.Serializer):
+    endpoints = EndpointSerializer(many=True)
+    docs = serializers.CharField(help_text="The interactive API documentation (a page).")
+    schema = serializers.CharField(help_text="The OpenAPI 3 schema these docs are drawn from.")
+
+
+class ApiIndexView(APIView):
+    """The API's index: each endpoint with one line on what it does, and where its docs are."""
+
+    @extend_schema(responses=ApiIndexSerializer)
+    def get(self, request):
+        return Response({
+            "endpoints": [{"methods": methods, "path": path, "description": description}
+                          for methods, path, description in ENDPOINTS],
+            "docs": request.build_absolute_uri(reverse("api-docs")),
+            "schema": request.build_absolute_uri(reverse("schema")),
+        })

@@ -1,0 +1,109 @@
+"""The API docs' examples are real: the request bodies launch (or fail) as the response examples say,
+and every response example has the keys the server answers with."""
+from __future__ import annotations
+
+import io
+
+import pytest
+import yaml
+from django.core.management import call_command
+
+from dag.api import examples
+from dag.models import Session
+from dag.runs.lifecycle import run_session
+
+pytestmark = pytest.mark.django_db
+
+# What differs from one run to the next; everything else must be as the example says.
+PER_RUN = {"id", "created_at", "started_at", "finished_at", "worker", "wall_ms", "rev", "parent"}
+
+
+def same_apart_from_per_run(answer: dict, example: dict) -> None:
+    assert set(answer) == set(example)
+    assert {k: v for k, v in answer.items() if k not in PER_RUN} == {
+        k: v for k, v in example.items() if k not in PER_RUN}
+
+
+@pytest.fixture
+def schema(tmp_path):
+    target = tmp_path / "schema.yaml"
+    call_command("spectacular", "--file", str(target), stdout=io.StringIO())
+    return yaml.safe_load(target.read_text())
+
+
+@pytest.fixture
+def post_queued(api, django_capture_on_commit_callbacks):
+    def post(body):
+        with django_capture_on_commit_callbacks(execute=False):
+            return api.post("/api/sessions/", body, format="json")
+    return post
+
+
+def test_the_launch_docs_show_real_bodies_not_placeholders(schema):
+    launch = schema["paths"]["/api/sessions/"]["post"]
+    bodies = [example["value"] for example in launch["requestBody"]["content"]["application/json"]["examples"].values()]
+    assert examples.LAUNCH_SLOW_COUNT == {"function": "slow_count", "args": {"n": 5, "delay_s": 0}}
+    assert examples.LAUNCH_SLOW_COUNT in bodies
+    assert any("budget" in body and "model" in body for body in bodies)
+    assert schema["components"]["schemas"]["Launch"]["properties"]["args"]["type"] == "object"
+    for code in ("201", "400", "429"):
+        assert launch["responses"][code]["content"]["application/json"]["examples"], code
+    for path, method in (("/api/sessions/", "get"), ("/api/sessions/{id}/", "get"),
+                         ("/api/sessions/{id}/nodes/", "get"), ("/api/sessions/{id}/export/", "get"),
+                         ("/api/sessions/{id}/stop/", "post")):
+        assert schema["paths"][path][method]["responses"]["200"]["content"]["application/json"]["examples"], path
+
+
+def test_the_launch_examples_answer_as_documented(post_queued, user):
+    queued = post_queued(examples.LAUNCH_SLOW_COUNT)
+    assert queued.status_code == 201
+    same_apart_from_per_run(queued.json(), examples.QUEUED_SESSION)
+    budgeted = post_queued(examples.LAUNCH_WITH_BUDGET_AND_MODEL)
+    assert budgeted.status_code == 201
+    assert budgeted.json()["model"] == "sim:naive"
+    assert budgeted.json()["launch_budget"] == examples.LAUNCH_WITH_BUDGET_AND_MODEL["budget"]
+    refused = post_queued(examples.LAUNCH_OUT_OF_RANGE)
+    assert refused.status_code == 400 and refused.json() == examples.OUT_OF_RANGE_ERROR
+
+
+def test_the_limit_example_is_what_the_limit_says(local_user, post_queued, api):
+    api.force_authenticate(local_user)
+    for _ in range(4):  # the default OPENPROGRAM_MAX_ACTIVE_RUNS_PER_USER
+        assert post_queued(examples.LAUNCH_SLOW_COUNT).status_code == 201
+    limited = post_queued(examples.LAUNCH_SLOW_COUNT)
+    assert limited.status_code == 429 and limited.json() == examples.LAUNCH_LIMITED
+
+
+def test_a_finished_run_its_nodes_and_its_export_answer_as_documented(api, post_queued):
+    session_id = post_queued(examples.LAUNCH_SLOW_COUNT).json()["id"]
+    run_session(session_id)
+    same_apart_from_per_run(api.get(f"/api/sessions/{session_id}/").json(), examples.COMPLETED_SESSION)
+    same_apart_from_per_run(api.get("/api/sessions/").json()["results"][0], examples.COMPLETED_SESSION)
+    nodes = api.get(f"/api/sessions/{session_id}/nodes/").json()
+    same_apart_from_per_run({**nodes[0], "duration_ms": None}, {**examples.ENTRY_NODE, "duration_ms": None})
+    same_apart_from_per_run({**nodes[1], "duration_ms": None}, {**examples.CHILD_NODE, "duration_ms": None})
+    exported = api.get(f"/api/sessions/{session_id}/export/").json()
+    example = examples.EXPORT_EXAMPLES[0].value
+    assert exported["version"] == example["version"]
+    same_apart_from_per_run(exported["session"], example["session"])
+
+
+def test_the_refusal_example_is_what_runaway_agent_answers(api, post_queued):
+    session_id = post_queued({"function": "runaway_agent", "args": examples.REFUSED_SESSION["args"]}).json()["id"]
+    run_session(session_id)
+    answer = api.get(f"/api/sessions/{session_id}/").json()
+    # Token counts follow the simulated model's prompts; the rest is the run's shape.
+    answer["usage"] = {**answer["usage"], "input_tokens": None, "output_tokens": None}
+    example = {**examples.REFUSED_SESSION,
+               "usage": {**examples.REFUSED_SESSION["usage"], "input_tokens": None, "output_tokens": None}}
+    same_apart_from_per_run(answer, example)
+
+
+def test_the_stop_example_is_a_stop_before_the_start(api, post_queued):
+    session_id = post_queued(examples.LAUNCH_SLOW_COUNT).json()["id"]
+    same_apart_from_per_run(api.post(f"/api/sessions/{session_id}/stop/").json(), examples.CANCELLED_SESSION)
+    assert Session.objects.get(pk=session_id).status == "cancelled"
+
+
+def test_the_not_found_example_is_the_answer_for_no_such_session(api):
+    assert api.get("/api/sessions/00000000-0000-0000-0000-000000000000/").json() == examples.NOT_FOUND
