@@ -3,8 +3,8 @@
 Read from the page's query string (`function`, `status`, `from`, `to`, `q`; dates as YYYY-MM-DD in the
 server's time zone, both ends included), combined with AND. The search matches the arguments as JSON
 text, case-insensitively, on SQLite and PostgreSQL alike: SQLite stores JSON with non-ASCII characters
-and quotes escaped (`caf\\u00e9`, `\\"`) where PostgreSQL's jsonb text has them plain, so a term is matched
-both as typed and as JSON would write it.
+escaped (`caf\\u00e9`) where PostgreSQL's jsonb text has them plain, and both escape quotes (`\\"`), so a
+term is matched as typed and in each way JSON would write it (`search_forms`).
 """
 from __future__ import annotations
 
@@ -69,10 +69,18 @@ class SessionFilters:
         if self.date_to:
             sessions = sessions.filter(created_at__lt=_start_of(self.date_to + datetime.timedelta(days=1)))
         if self.search:
-            as_json = json.dumps(self.search)[1:-1]  # the term as JSON text writes it, quotes and all
-            sessions = sessions.annotate(args_text=Cast("args", TextField())).filter(
-                Q(args_text__icontains=self.search) | Q(args_text__icontains=as_json))
+            matches = Q()
+            for form in search_forms(self.search):
+                matches |= Q(args_text__icontains=form)
+            sessions = sessions.annotate(args_text=Cast("args", TextField())).filter(matches)
         return sessions
+
+
+def search_forms(term: str) -> list[str]:
+    """The term as typed and as JSON text writes it inside a string, escaped all ASCII (SQLite's
+    stored JSON) or escaping only quotes and controls (PostgreSQL's jsonb as text)."""
+    forms = [term, json.dumps(term)[1:-1], json.dumps(term, ensure_ascii=False)[1:-1]]
+    return list(dict.fromkeys(forms))
 
 
 def _date(params, name: str) -> datetime.date | None:
