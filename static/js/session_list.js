@@ -35,15 +35,25 @@ function applyRow(row) {
   if (!shown && !takesNewRuns) return; // not on this page (another page, or filtered out)
   const element = rowElement(row.html);
   if (shown) {
+    countStatus(shown.dataset.status, -1);
+    countStatus(row.status, +1);
     keepStopState(shown, element);
     shown.replaceWith(element);
     return;
   }
+  countStatus(row.status, +1);
+  countStatus("", +1); // "All"
   const older = rows().find((other) => other.dataset.created < row.created_at);
   body.insertBefore(element, older || null);
   while (body.rows.length > pageSize) body.rows[body.rows.length - 1].remove();
   table.hidden = false;
   document.querySelector("[data-role=empty]")?.remove();
+}
+
+/** Move a status's count in the status filters by `change` (the rows shown are all counted there). */
+function countStatus(status, change) {
+  const count = document.querySelector(`.filters [data-status="${CSS.escape(status)}"] .count`);
+  if (count) count.textContent = String(Math.max(0, Number(count.textContent) + change));
 }
 
 /** A stop in flight or its error survives the row being redrawn. */
@@ -114,13 +124,13 @@ class ListStream {
   }
 }
 
-/** Show the phase the server answered in the row's badge, before the socket brings the whole row. */
+/** Show the phase the server answered in the row's badge, before the socket brings the whole row
+ * (which also moves the status counts). */
 function showPhase(row, session) {
   if (terminal.has(row.dataset.status)) return; // the socket already brought its end
   const badge = row.querySelector("[data-role=status]");
   badge.className = `badge status-${session.phase}`;
   badge.textContent = session.phase;
-  row.dataset.status = session.status;
   const button = row.querySelector("[data-role=stop]");
   if (button) {
     button.disabled = session.phase === "cancelling";
