@@ -56,11 +56,11 @@ def owned_row_messages(owner, session_ids: Iterable, newer_than=None, limit: int
     created after `newer_than` (a datetime, or None for none), newest first, at most `limit` of each."""
     ids = [session_id for session_id in session_ids][:limit]
     own = Session.objects.filter(owner=owner)
-    sessions = {session.pk: session for session in own.filter(pk__in=ids)} if ids else {}
+    found = list(own.filter(pk__in=ids)) if ids else []
     if newer_than is not None:
-        sessions.update((session.pk, session) for session in own.filter(created_at__gt=newer_than)
-                        .order_by("-created_at")[:limit])
-    ordered = sorted(sessions.values(), key=lambda session: session.created_at, reverse=True)
+        found += own.filter(created_at__gt=newer_than).order_by("-created_at")[:limit]
+    by_id = {session.pk: session for session in found}
+    ordered = sorted(by_id.values(), key=lambda session: session.created_at, reverse=True)
     return [row.as_message() for row in rows_for(ordered)]
 
 

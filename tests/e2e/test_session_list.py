@@ -7,16 +7,7 @@ from playwright.sync_api import expect
 from dag.models import Session
 from dag.recording.totals import totals_for, warning_text
 
-SESSION_URL = re.compile(r".*/sessions/([0-9a-f-]{36})/$")
-
-
-def launch_from_form(page, function, fields):
-    page.goto(f"/functions/{function}/")
-    for name, value in fields.items():
-        page.fill(f"[name={name}]", str(value))
-    page.click("form.launch button[type=submit]")
-    page.wait_for_url(SESSION_URL)
-    return SESSION_URL.match(page.url).group(1)
+from .test_live_view import launch_from_form
 
 
 def open_list(page, query=""):

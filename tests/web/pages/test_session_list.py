@@ -12,17 +12,9 @@ from django.utils import timezone
 from dag.live.list_rows import run_duration
 from dag.models import Node, Session
 
+from ..live.test_live_views import make
+
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def client_user(client, user):
-    client.force_login(user)
-    return client
-
-
-def make(owner, function="wiki_agent", status="completed", **fields):
-    return Session.objects.create(owner=owner, function=function, status=status, **fields)
 
 
 def made_on(session, when):
@@ -61,11 +53,11 @@ def test_the_list_needs_a_login(client):
     assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
 
 
-def test_list_shows_only_the_callers_sessions_newest_first(client_user, user, other_user):
+def test_list_shows_only_the_callers_sessions_newest_first(logged_in, user, other_user):
     older = make(user, "wiki_agent")
     newer = make(user, "slow_count", status="running")
     make(other_user, "runaway_agent")
-    response = client_user.get("/sessions/")
+    response = logged_in.get("/sessions/")
     assert response.status_code == 200
     assert listed_ids(response) == [str(newer.id), str(older.id)]
     assert "runaway_agent" not in response.content.decode()
@@ -75,11 +67,11 @@ def status_counts(response):
     return {f["value"]: (f["count"], f["active"]) for f in response.context["statuses"]}
 
 
-def test_status_filter_narrows_the_list_and_counts_each_status(client_user, user):
+def test_status_filter_narrows_the_list_and_counts_each_status(logged_in, user):
     running = make(user, "slow_count", status="running")
     make(user, "wiki_agent", status="completed")
     make(user, "wiki_agent", status="completed")
-    response = client_user.get("/sessions/?status=running")
+    response = logged_in.get("/sessions/?status=running")
     assert listed_ids(response) == [str(running.id)]
     counts = status_counts(response)
     assert counts[None] == (3, False)
@@ -88,10 +80,10 @@ def test_status_filter_narrows_the_list_and_counts_each_status(client_user, user
     assert counts["error"] == (0, False)
 
 
-def test_function_filter_narrows_the_list_and_the_counts(client_user, user):
+def test_function_filter_narrows_the_list_and_the_counts(logged_in, user):
     wiki = make(user, "wiki_agent", status="error")
     make(user, "slow_count", status="completed")
-    response = client_user.get("/sessions/?function=wiki_agent")
+    response = logged_in.get("/sessions/?function=wiki_agent")
     assert listed_ids(response) == [str(wiki.id)]
     counts = status_counts(response)
     assert counts[None] == (1, True) and counts["error"] == (1, False) and counts["completed"] == (0, False)
@@ -101,90 +93,90 @@ def test_function_filter_narrows_the_list_and_the_counts(client_user, user):
     assert '<option value="slow_count">slow_count</option>' in html
 
 
-def test_date_filters_include_both_ends_in_the_servers_time_zone(client_user, user):
+def test_date_filters_include_both_ends_in_the_servers_time_zone(logged_in, user):
     day = timezone.make_aware(timezone.datetime(2025, 3, 10, 12, 0))
     before = made_on(make(user), day - timedelta(days=1))
     first = made_on(make(user), day.replace(hour=0, minute=0, second=0))
     last = made_on(make(user), day + timedelta(days=1, hours=11, minutes=59))
     after = made_on(make(user), day + timedelta(days=2))
-    assert listed_ids(client_user.get("/sessions/?from=2025-03-10&to=2025-03-11")) == [str(last.id), str(first.id)]
-    assert listed_ids(client_user.get("/sessions/?from=2025-03-11")) == [str(after.id), str(last.id)]
-    assert listed_ids(client_user.get("/sessions/?to=2025-03-09")) == [str(before.id)]
+    assert listed_ids(logged_in.get("/sessions/?from=2025-03-10&to=2025-03-11")) == [str(last.id), str(first.id)]
+    assert listed_ids(logged_in.get("/sessions/?from=2025-03-11")) == [str(after.id), str(last.id)]
+    assert listed_ids(logged_in.get("/sessions/?to=2025-03-09")) == [str(before.id)]
 
 
 @pytest.mark.parametrize("query, named", [
     ("status=sleeping", "'sleeping'"), ("from=yesterday", "from must be a date"),
     ("to=2025-13-01", "to must be a date"), ("from=2025-03-02&to=2025-03-01", "is before from"),
     ("q=" + "x" * 201, "at most 200 characters")])
-def test_a_malformed_filter_is_a_400_naming_it(client_user, query, named):
-    response = client_user.get(f"/sessions/?{query}")
+def test_a_malformed_filter_is_a_400_naming_it(logged_in, query, named):
+    response = logged_in.get(f"/sessions/?{query}")
     assert response.status_code == 400
     assert named in response.content.decode()
 
 
-def test_unknown_status_filter_names_the_allowed_values(client_user):
-    body = client_user.get("/sessions/?status=sleeping").content.decode()
+def test_unknown_status_filter_names_the_allowed_values(logged_in):
+    body = logged_in.get("/sessions/?status=sleeping").content.decode()
     assert "running" in body and "cancelled" in body
 
 
-def test_search_matches_arguments_as_text_case_insensitively(client_user, user, other_user):
+def test_search_matches_arguments_as_text_case_insensitively(logged_in, user, other_user):
     tides = make(user, args={"topic": "Tides of the North Sea", "depth": 2})
     make(user, args={"topic": "volcanoes"})
     make(other_user, args={"topic": "tides"})
-    assert listed_ids(client_user.get("/sessions/?q=tides")) == [str(tides.id)]
-    assert listed_ids(client_user.get("/sessions/?q=NORTH%20sea")) == [str(tides.id)]
-    assert listed_ids(client_user.get("/sessions/?q=nothing-like-it")) == []
+    assert listed_ids(logged_in.get("/sessions/?q=tides")) == [str(tides.id)]
+    assert listed_ids(logged_in.get("/sessions/?q=NORTH%20sea")) == [str(tides.id)]
+    assert listed_ids(logged_in.get("/sessions/?q=nothing-like-it")) == []
 
 
-def test_search_finds_non_ascii_text_and_quotes_on_every_database(client_user, user):
+def test_search_finds_non_ascii_text_and_quotes_on_every_database(logged_in, user):
     cafe = make(user, args={"question": 'Where is the "Café" de Flore?'})
     make(user, args={"question": "plain"})
-    assert listed_ids(client_user.get("/sessions/?q=café")) == [str(cafe.id)]
-    assert listed_ids(client_user.get('/sessions/?q="Café"')) == [str(cafe.id)]
+    assert listed_ids(logged_in.get("/sessions/?q=café")) == [str(cafe.id)]
+    assert listed_ids(logged_in.get('/sessions/?q="Café"')) == [str(cafe.id)]
 
 
-def test_filters_combine(client_user, user):
+def test_filters_combine(logged_in, user):
     match = make(user, "wiki_agent", status="completed", args={"topic": "tides"})
     make(user, "wiki_agent", status="error", args={"topic": "tides"})
     make(user, "slow_count", status="completed", args={"topic": "tides"})
     make(user, "wiki_agent", status="completed", args={"topic": "rivers"})
-    response = client_user.get("/sessions/?function=wiki_agent&status=completed&q=tid")
+    response = logged_in.get("/sessions/?function=wiki_agent&status=completed&q=tid")
     assert listed_ids(response) == [str(match.id)]
     # Counted over the other filters: what each status would show with this function and search.
     counts = status_counts(response)
     assert counts[None] == (2, False) and counts["completed"] == (1, True) and counts["error"] == (1, False)
 
 
-def test_a_filtered_list_says_nothing_matches(client_user, user):
+def test_a_filtered_list_says_nothing_matches(logged_in, user):
     make(user, args={"topic": "tides"})
-    html = client_user.get("/sessions/?q=zzz").content.decode()
+    html = logged_in.get("/sessions/?q=zzz").content.decode()
     assert "No sessions match these filters" in html
 
 
-def test_list_is_paginated_and_the_pager_keeps_the_filters(client_user, user):
+def test_list_is_paginated_and_the_pager_keeps_the_filters(logged_in, user):
     for _ in range(51):
         make(user, args={"topic": "tides"})
     make(user, args={"topic": "rivers"})
-    first = client_user.get("/sessions/?q=tides&function=wiki_agent")
-    second = client_user.get("/sessions/?q=tides&function=wiki_agent&page=2")
+    first = logged_in.get("/sessions/?q=tides&function=wiki_agent")
+    second = logged_in.get("/sessions/?q=tides&function=wiki_agent&page=2")
     assert len(listed_ids(first)) == 50 and len(listed_ids(second)) == 1
     assert 'href="?q=tides&amp;function=wiki_agent&amp;page=2"' in first.content.decode()
     assert 'href="?q=tides&amp;function=wiki_agent&amp;page=1"' in second.content.decode()
 
 
-def test_status_links_keep_the_other_filters_and_start_at_the_first_page(client_user, user):
+def test_status_links_keep_the_other_filters_and_start_at_the_first_page(logged_in, user):
     make(user, args={"topic": "tides"})
-    html = client_user.get("/sessions/?q=tides&page=1&status=completed").content.decode()
+    html = logged_in.get("/sessions/?q=tides&page=1&status=completed").content.decode()
     assert 'href="?q=tides&amp;status=running"' in html
     assert 'href="?q=tides"' in html  # "All" drops the status
 
 
-def test_each_row_shows_nodes_duration_model_calls_tokens_and_its_warning(client_user, user):
+def test_each_row_shows_nodes_duration_model_calls_tokens_and_its_warning(logged_in, user):
     start = timezone.now()
     session = make(user, "runaway_agent", status="error", started_at=start,
                    finished_at=start + timedelta(seconds=2.5))
     add_nodes(session, llm_calls=3, refused=2, tokens=(100, 7))
-    row = row_html(client_user.get("/sessions/"), session)
+    row = row_html(logged_in.get("/sessions/"), session)
     assert '<td data-label="Nodes" class="num" data-role="nodes">6</td>' in row
     assert '<td data-label="Duration" class="num" data-role="duration">2.5 s</td>' in row
     assert '<td data-label="Model calls" class="num" data-role="llm-calls">3</td>' in row
@@ -192,23 +184,23 @@ def test_each_row_shows_nodes_duration_model_calls_tokens_and_its_warning(client
     assert 'data-role="status">error</span><span class="run-warning" data-role="warning"> · 2 refused</span>' in row
 
 
-def test_a_completed_run_with_budget_refusals_says_so(client_user, user):
+def test_a_completed_run_with_budget_refusals_says_so(logged_in, user):
     session = make(user, status="completed")
     add_nodes(session, refused=1, budget_refused=1)
     assert "completed</span><span class=\"run-warning\" data-role=\"warning\"> · 1 refused · 1 over budget<" in \
-        row_html(client_user.get("/sessions/"), session)
+        row_html(logged_in.get("/sessions/"), session)
 
 
-def test_a_clean_run_has_no_warning(client_user, user):
+def test_a_clean_run_has_no_warning(logged_in, user):
     session = make(user, status="completed")
     add_nodes(session, llm_calls=1)
-    assert "run-warning" not in row_html(client_user.get("/sessions/"), session)
+    assert "run-warning" not in row_html(logged_in.get("/sessions/"), session)
 
 
-def test_the_page_takes_the_same_number_of_queries_for_few_rows_and_many(client_user, user):
+def test_the_page_takes_the_same_number_of_queries_for_few_rows_and_many(logged_in, user):
     def queries_for_page():
         with CaptureQueriesContext(connection) as queries:
-            assert client_user.get("/sessions/").status_code == 200
+            assert logged_in.get("/sessions/").status_code == 200
         return len(queries)
 
     for _ in range(3):
@@ -230,30 +222,30 @@ def test_the_totals_of_a_page_are_two_queries(user, django_assert_num_queries):
     assert [row.llm_calls for row in rows] == [1] * 20
 
 
-def test_stop_buttons_only_for_unfinished_runs_and_cancelling_shown(client_user, user):
+def test_stop_buttons_only_for_unfinished_runs_and_cancelling_shown(logged_in, user):
     running = make(user, "slow_count", status="running")
     stopping = make(user, "slow_count", status="running", cancel_requested=True)
     done = make(user, "wiki_agent", status="completed")
-    response = client_user.get("/sessions/")
+    response = logged_in.get("/sessions/")
     assert f'data-stop-url="/api/sessions/{running.id}/stop/"' in row_html(response, running)
     assert 'class="badge status-cancelling" data-role="status">cancelling<' in row_html(response, stopping)
     assert "data-stop-url" not in row_html(response, done)
 
 
-def test_only_the_first_page_of_everything_takes_new_runs(client_user, user):
+def test_only_the_first_page_of_everything_takes_new_runs(logged_in, user):
     for _ in range(51):
         make(user)
-    assert "data-takes-new-runs" in client_user.get("/sessions/").content.decode()
-    assert "data-takes-new-runs" not in client_user.get("/sessions/?page=2").content.decode()
-    assert "data-takes-new-runs" not in client_user.get("/sessions/?status=running").content.decode()
+    assert "data-takes-new-runs" in logged_in.get("/sessions/").content.decode()
+    assert "data-takes-new-runs" not in logged_in.get("/sessions/?page=2").content.decode()
+    assert "data-takes-new-runs" not in logged_in.get("/sessions/?status=running").content.decode()
     # With no session yet the table is there, hidden, for the first run to appear in.
-    html = client_user.get("/sessions/?status=queued").content.decode()
+    html = logged_in.get("/sessions/?status=queued").content.decode()
     assert 'data-ws-path="/ws/sessions/"' in html
 
 
-def test_function_names_are_escaped_in_the_list(client_user, user):
+def test_function_names_are_escaped_in_the_list(logged_in, user):
     make(user, function="<script>alert(1)</script>")
-    html = client_user.get("/sessions/").content.decode()
+    html = logged_in.get("/sessions/").content.decode()
     assert "<script>alert(1)</script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
 
