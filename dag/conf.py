@@ -41,6 +41,9 @@ DEFAULTS: dict[str, Any] = {
     "HEARTBEAT_S": 2.0,
     # The window in which a burst of DAG changes is coalesced into one channel-layer message, seconds.
     "BROADCAST_WINDOW_S": 0.02,
+    # Seconds between two updates of one session's row on the live session list (its last change, and its
+    # end, always arrive): a run writing thousands of nodes a second sends a few row updates a second.
+    "LIST_UPDATE_S": 0.25,
     # Sessions one Celery worker (`make worker`) runs at once, each on a thread of its pool.
     "WORKER_CONCURRENCY": 8,
     # The Celery queue launches are sent to and workers consume (separate deployments on one Redis).
@@ -67,7 +70,7 @@ DEFAULTS: dict[str, Any] = {
 # The smallest value each numeric setting may take (a zero poll interval would be a busy loop).
 MINIMUMS: dict[str, float] = {
     "EXECUTOR_WORKERS": 1, "MAX_ARGS_BYTES": 1, "MAX_ACTIVE_RUNS_PER_USER": 0, "MAX_STORED_BYTES_PER_USER": 0,
-    "WS_HEARTBEAT_S": 0.1, "BROADCAST_WINDOW_S": 0, "WORKER_CONCURRENCY": 1, "CELERY_VISIBILITY_TIMEOUT_S": 1,
+    "WS_HEARTBEAT_S": 0.1, "BROADCAST_WINDOW_S": 0, "LIST_UPDATE_S": 0, "WORKER_CONCURRENCY": 1, "CELERY_VISIBILITY_TIMEOUT_S": 1,
     "STOP_POLL_S": 0.01, "CANCEL_DEADLINE_S": 0,
 }
 _RATE = re.compile(r"^\d+/(s|sec|second|m|min|minute|h|hour|d|day)$")

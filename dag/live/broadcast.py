@@ -11,7 +11,8 @@ Two kinds of watcher:
   execute in worker threads (or in another process); the in-memory layer's queues belong to the
   server's event loop, so sends go through that loop with `asyncio.run_coroutine_threadsafe`
   (`bind_loop` is called by the consumer on connect). With Redis and no server loop in this process
-  (a worker process), a private loop thread does the sending.
+  (a worker process), a private loop thread does the sending;
+- the owner's open session lists, told through `session_list_notify` (throttled per session).
 
 Bursts are coalesced: messages accumulate per session and go out as one layer message per session at
 most every `OPENPROGRAM_BROADCAST_WINDOW_S` seconds, so a run writing thousands of nodes a second sends
@@ -26,6 +27,7 @@ import time
 from typing import Callable
 
 from ..conf import conf
+from . import session_list_notify
 
 log = logging.getLogger(__name__)
 
@@ -70,11 +72,20 @@ def publish(session_id: str, messages: list[dict]) -> None:
         layer_forwarder.add(str(session_id), messages)
     except Exception:
         log.exception("broadcast to the channel layer failed")
+    try:
+        session_list_notify.list_notifier.notify(str(session_id), messages)
+    except Exception:
+        log.exception("notifying the owner's session lists failed")
 
 
 def bind_loop(loop: asyncio.AbstractEventLoop) -> None:
     """Tell the forwarder which event loop serves websockets in this process (the latest one wins)."""
     layer_forwarder.bind_loop(loop)
+
+
+def sending_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop this process sends layer messages from; None when no one could hear them."""
+    return layer_forwarder._target_loop()
 
 
 class LayerForwarder:

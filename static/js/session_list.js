@@ -1,36 +1,140 @@
-// Stop buttons on the session list: request the stop, show the phase the server answers (`cancelling`),
-// then poll until the run ends.
+// The live session list: rows change in place as runs progress and end, and new runs appear at the top
+// of the first page of everything, over the socket `ws/sessions/` (dag/live/session_list_consumer.py).
+//
+// The server sends each row as HTML from the page's own row template, so a row changed live reads like
+// a row loaded. On every connect, and every few seconds while some row has not ended, the page asks for
+// its rows again ("watch"): that is the resync after a reconnect, and the repair of a lost message.
+// Stop buttons request a stop and show the phase the server answers; the socket brings the rest.
 
-import {getJson, stopSession} from "./api.js";
+import {stopSession} from "./api.js";
 import {terminalStatuses} from "./dom.js";
 
 const table = document.querySelector("table.sessions");
+const body = table?.tBodies[0];
 const terminal = terminalStatuses(table);
-const POLL_MS = 500;
+const takesNewRuns = table?.hasAttribute("data-takes-new-runs");
+const pageSize = Number(table?.dataset.pageSize || 50);
+const RESYNC_MS = 5000;
+const MAX_BACKOFF_MS = 10000;
+const LOGGED_OUT = 4401;
 
-/** Show the session's phase in its row; true once the session has ended. */
-function showStatus(row, session) {
+function rows() {
+  return [...body.rows];
+}
+
+/** The page's row element of a row message's HTML. */
+function rowElement(html) {
+  const template = document.createElement("template");
+  template.innerHTML = html.trim();
+  return template.content.firstElementChild;
+}
+
+/** Put a row from the server in place: replace the shown one, or add a new run at the top. */
+function applyRow(row) {
+  const shown = body.querySelector(`tr[data-session="${CSS.escape(row.id)}"]`);
+  if (!shown && !takesNewRuns) return; // not on this page (another page, or filtered out)
+  const element = rowElement(row.html);
+  if (shown) {
+    countStatus(shown.dataset.status, -1);
+    countStatus(row.status, +1);
+    keepStopState(shown, element);
+    shown.replaceWith(element);
+    return;
+  }
+  countStatus(row.status, +1);
+  countStatus("", +1); // "All"
+  const older = rows().find((other) => other.dataset.created < row.created_at);
+  body.insertBefore(element, older || null);
+  while (body.rows.length > pageSize) body.rows[body.rows.length - 1].remove();
+  table.hidden = false;
+  document.querySelector("[data-role=empty]")?.remove();
+}
+
+/** Move a status's count in the status filters by `change` (the rows shown are all counted there). */
+function countStatus(status, change) {
+  const count = document.querySelector(`.filters [data-status="${CSS.escape(status)}"] .count`);
+  if (count) count.textContent = String(Math.max(0, Number(count.textContent) + change));
+}
+
+/** A stop in flight or its error survives the row being redrawn. */
+function keepStopState(from, to) {
+  const button = to.querySelector("[data-role=stop]");
+  if (button && from.dataset.stopping) {
+    button.disabled = true;
+    to.dataset.stopping = from.dataset.stopping;
+  }
+  const note = from.querySelector("[data-role=stop-error]");
+  if (note) to.querySelector(".actions").append(note);
+}
+
+class ListStream {
+  constructor(path) {
+    this.path = path;
+    this.socket = null;
+    this.backoffMs = 500;
+    this.timer = null;
+  }
+
+  connect() {
+    const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+    const socket = new WebSocket(`${scheme}//${location.host}${this.path}`);
+    this.socket = socket;
+    socket.onopen = () => {
+      this.backoffMs = 500;
+      this.watch(rows());
+    };
+    socket.onmessage = (event) => this.receive(JSON.parse(event.data));
+    socket.onclose = (event) => {
+      clearTimeout(this.timer);
+      if (event.code === LOGGED_OUT) return; // the next page load asks for a login
+      setTimeout(() => this.connect(), this.backoffMs);
+      this.backoffMs = Math.min(this.backoffMs * 2, MAX_BACKOFF_MS);
+    };
+  }
+
+  /** Ask for the current state of `shown` rows (and, on the first page, of newer runs). */
+  watch(shown) {
+    if (this.socket?.readyState !== WebSocket.OPEN) return;
+    const newest = rows()[0]?.dataset.created || null;
+    this.socket.send(JSON.stringify({
+      type: "watch",
+      ids: shown.map((row) => row.dataset.session),
+      newer_than: takesNewRuns ? newest ?? "1970-01-01T00:00:00+00:00" : null,
+    }));
+  }
+
+  receive(message) {
+    if (message.type === "rows") {
+      message.rows.forEach(applyRow);
+      this.scheduleResync();
+    } else if (message.type === "row") {
+      applyRow(message.row);
+    }
+  }
+
+  /** While a row has not ended, ask again now and then: a lost message, or a run another process serves
+   * on the in-memory layer, shows up at the latest then. */
+  scheduleResync() {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      const open = rows().filter((row) => !terminal.has(row.dataset.status));
+      if (open.length || takesNewRuns) this.watch(open);
+      else this.scheduleResync();
+    }, RESYNC_MS);
+  }
+}
+
+/** Show the phase the server answered in the row's badge, before the socket brings the whole row
+ * (which also moves the status counts). */
+function showPhase(row, session) {
+  if (terminal.has(row.dataset.status)) return; // the socket already brought its end
   const badge = row.querySelector("[data-role=status]");
   badge.className = `badge status-${session.phase}`;
   badge.textContent = session.phase;
-  row.dataset.status = session.status;
   const button = row.querySelector("[data-role=stop]");
   if (button) {
     button.disabled = session.phase === "cancelling";
     button.hidden = terminal.has(session.status);
-  }
-  return terminal.has(session.status);
-}
-
-async function followUntilEnded(row) {
-  const url = `/api/sessions/${row.dataset.session}/`;
-  for (;;) {
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-    try {
-      if (showStatus(row, await getJson(url))) return;
-    } catch {
-      return; // logged out or gone; the next page load shows the truth
-    }
   }
 }
 
@@ -47,16 +151,30 @@ function showStopError(row, message) {
   if (note) note.textContent = message;
 }
 
+/** The row of a session now (the socket may have redrawn it since the click). */
+function currentRow(sessionId) {
+  return body.querySelector(`tr[data-session="${CSS.escape(sessionId)}"]`);
+}
+
 table?.addEventListener("click", async (event) => {
   const button = event.target.closest("[data-role=stop]");
   if (!button) return;
-  const row = button.closest("tr");
+  const sessionId = button.closest("tr").dataset.session;
   button.disabled = true; // until the server answers
-  showStopError(row, "");
+  button.closest("tr").dataset.stopping = "1";
+  showStopError(button.closest("tr"), "");
   try {
-    if (!showStatus(row, await stopSession(button.dataset.stopUrl))) await followUntilEnded(row);
+    const session = await stopSession(button.dataset.stopUrl);
+    const row = currentRow(sessionId);
+    delete row.dataset.stopping;
+    showPhase(row, session);
   } catch (error) {
-    button.disabled = false;
+    const row = currentRow(sessionId);
+    delete row.dataset.stopping;
+    const again = row.querySelector("[data-role=stop]");
+    if (again) again.disabled = false;
     showStopError(row, `Stop failed: ${error.message}`);
   }
 });
+
+if (table) new ListStream(table.dataset.wsPath).connect();

@@ -1,0 +1,85 @@
+"""The rows of the session list, as the page renders them and as the live list sends them.
+
+One row per session: its function, phase and warning ("completed · 1 refused"), nodes, duration,
+model calls and tokens. The figures come from `dag.recording.totals.totals_for`, two queries for a
+whole page, never one per row. The row's HTML comes from one template (`sessions/_row.html`), which the
+page includes and the live list sends, so a row changed live reads exactly like a row loaded.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Iterable
+
+from django.template.loader import render_to_string
+
+from ..models import Session
+from ..recording.totals import totals_for, warning_text
+from .durations import format_duration
+
+ROW_TEMPLATE = "sessions/_row.html"
+
+
+@dataclass(frozen=True)
+class ListRow:
+    session: Session
+    duration: str
+    llm_calls: int
+    input_tokens: int
+    output_tokens: int
+    warning: str
+
+    def as_message(self) -> dict:
+        """What the live list sends for this row: where it belongs (id, created_at) and its HTML."""
+        return {"id": str(self.session.id), "status": self.session.status, "phase": self.session.phase,
+                "created_at": self.session.created_at.isoformat(), "html": render_row(self)}
+
+
+def rows_for(sessions: Iterable[Session]) -> list[ListRow]:
+    """The rows of `sessions`, in their order, with their totals read in two queries."""
+    sessions = list(sessions)
+    totals = totals_for(session.pk for session in sessions)
+    rows = []
+    for session in sessions:
+        usage, refusals = totals[session.pk]["usage"], totals[session.pk]["refusals"]
+        rows.append(ListRow(session=session, duration=run_duration(session), llm_calls=usage["llm_calls"],
+                            input_tokens=usage["input_tokens"], output_tokens=usage["output_tokens"],
+                            warning=warning_text(refusals)))
+    return rows
+
+
+def render_row(row: ListRow) -> str:
+    return render_to_string(ROW_TEMPLATE, {"row": row})
+
+
+def owned_row_messages(owner, session_ids: Iterable, newer_than=None, limit: int = 100) -> list[dict]:
+    """Live-list messages for those of `session_ids` that `owner` owns, and for the owner's sessions
+    created after `newer_than` (a datetime, or None for none), newest first, at most `limit` of each."""
+    ids = [session_id for session_id in session_ids][:limit]
+    own = Session.objects.filter(owner=owner)
+    found = list(own.filter(pk__in=ids)) if ids else []
+    if newer_than is not None:
+        found += own.filter(created_at__gt=newer_than).order_by("-created_at")[:limit]
+    by_id = {session.pk: session for session in found}
+    ordered = sorted(by_id.values(), key=lambda session: session.created_at, reverse=True)
+    return [row.as_message() for row in rows_for(ordered)]
+
+
+def owned_row_message(owner, session_id) -> dict | None:
+    """The live-list message of one session if `owner` owns it, else None."""
+    try:
+        session_id = uuid.UUID(str(session_id))
+    except ValueError:
+        return None
+    messages = owned_row_messages(owner, [session_id])
+    return messages[0] if messages else None
+
+
+def run_duration(session: Session) -> str:
+    """How long a run took, written as the session page writes it; "running" while it runs, "" if it never
+    started."""
+    if session.started_at is None or (session.finished_at is None and session.is_terminal):
+        return ""
+    if session.finished_at is None:
+        return "running"
+    return format_duration(int((session.finished_at - session.started_at).total_seconds() * 1000))

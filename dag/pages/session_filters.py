@@ -1,0 +1,97 @@
+"""The session list's filters: function, status, a date range and a text search over the arguments.
+
+Read from the page's query string (`function`, `status`, `from`, `to`, `q`; dates as YYYY-MM-DD in the
+server's time zone, both ends included), combined with AND. The search matches the arguments as JSON
+text, case-insensitively, on SQLite and PostgreSQL alike: SQLite stores JSON with non-ASCII characters
+escaped (`caf\\u00e9`) where PostgreSQL's jsonb text has them plain, and both escape quotes (`\\"`), so a
+term is matched as typed and in each way JSON would write it (`search_forms`).
+"""
+from __future__ import annotations
+
+import datetime
+import json
+from dataclasses import dataclass
+
+from django.db.models import Q, QuerySet, TextField
+from django.db.models.functions import Cast
+from django.utils import timezone
+
+from ..models import Session
+
+MAX_SEARCH_CHARS = 200
+MAX_FUNCTION_CHARS = 200
+
+
+class BadFilter(ValueError):
+    """A filter parameter of the session list is malformed; the message names it and what it takes."""
+
+
+@dataclass(frozen=True)
+class SessionFilters:
+    function: str = ""
+    status: str = ""
+    date_from: datetime.date | None = None
+    date_to: datetime.date | None = None
+    search: str = ""
+
+    @classmethod
+    def from_query(cls, params) -> "SessionFilters":
+        """The filters of a query string (a QueryDict or dict); BadFilter naming a malformed one."""
+        status = params.get("status", "").strip()
+        if status and status not in Session.Status.values:
+            raise BadFilter(f"unknown status filter {status!r}; allowed: {', '.join(Session.Status.values)}")
+        function = params.get("function", "").strip()
+        if len(function) > MAX_FUNCTION_CHARS:
+            raise BadFilter(f"function must be at most {MAX_FUNCTION_CHARS} characters")
+        search = params.get("q", "").strip()
+        if len(search) > MAX_SEARCH_CHARS:
+            raise BadFilter(f"q (the search) must be at most {MAX_SEARCH_CHARS} characters")
+        filters = cls(function=function, status=status, date_from=_date(params, "from"),
+                      date_to=_date(params, "to"), search=search)
+        if filters.date_from and filters.date_to and filters.date_to < filters.date_from:
+            raise BadFilter(f"to ({filters.date_to}) is before from ({filters.date_from})")
+        return filters
+
+    @property
+    def narrowed(self) -> bool:
+        """Whether any filter is set (a new run then may not belong on the page)."""
+        return any((self.function, self.status, self.date_from, self.date_to, self.search))
+
+    def apply(self, sessions: QuerySet, *, by_status: bool = True) -> QuerySet:
+        """`sessions` narrowed by every filter (without the status one if not `by_status`: the counts
+        per status are counted over the others)."""
+        if self.function:
+            sessions = sessions.filter(function=self.function)
+        if by_status and self.status:
+            sessions = sessions.filter(status=self.status)
+        if self.date_from:
+            sessions = sessions.filter(created_at__gte=_start_of(self.date_from))
+        if self.date_to:
+            sessions = sessions.filter(created_at__lt=_start_of(self.date_to + datetime.timedelta(days=1)))
+        if self.search:
+            matches = Q()
+            for form in search_forms(self.search):
+                matches |= Q(args_text__icontains=form)
+            sessions = sessions.annotate(args_text=Cast("args", TextField())).filter(matches)
+        return sessions
+
+
+def search_forms(term: str) -> list[str]:
+    """The term as typed and as JSON text writes it inside a string, escaped all ASCII (SQLite's
+    stored JSON) or escaping only quotes and controls (PostgreSQL's jsonb as text)."""
+    forms = [term, json.dumps(term)[1:-1], json.dumps(term, ensure_ascii=False)[1:-1]]
+    return list(dict.fromkeys(forms))
+
+
+def _date(params, name: str) -> datetime.date | None:
+    text = params.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        return datetime.date.fromisoformat(text)
+    except ValueError:
+        raise BadFilter(f"{name} must be a date as YYYY-MM-DD; got {text!r}") from None
+
+
+def _start_of(day: datetime.date) -> datetime.datetime:
+    return timezone.make_aware(datetime.datetime.combine(day, datetime.time.min))

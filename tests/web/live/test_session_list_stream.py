@@ -1,0 +1,173 @@
+"""The live session list `ws/sessions/`: a user's socket gets the rows of their own sessions as they
+change (throttled, the end always), the rows it watches on connect (the resync), and nothing of anyone
+else's. Runs on whichever channel layer the settings choose; changes go through the write path."""
+import asyncio
+import json
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import AnonymousUser
+from django.db import connection
+
+from dag.models import Session
+from dag.recording.write_path import claim_session, create_node, finish_node, finish_session, queue_session
+from dag.routing import websocket_urlpatterns
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TIMEOUT = 5
+
+
+@pytest.fixture(autouse=True)
+def fresh_channel_layer():
+    """A channel layer per test (each async test has its own event loop; see test_consumers.py)."""
+    from channels.layers import channel_layers
+
+    channel_layers.backends = {}
+    yield
+    channel_layers.backends = {}
+
+
+def list_socket(user):
+    comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), "/ws/sessions/")
+    comm.scope["user"] = user
+    return comm
+
+
+def in_thread(write, *args, **kwargs):
+    """Run a write in a worker thread as a run does, closing its connection afterwards."""
+    def run():
+        try:
+            return write(*args, **kwargs)
+        finally:
+            connection.close()
+    return database_sync_to_async(run, thread_sensitive=False)()
+
+
+async def connected(user):
+    comm = list_socket(user)
+    ok, _ = await comm.connect(timeout=TIMEOUT)
+    assert ok
+    await comm.send_json_to({"type": "watch", "ids": []})  # joined and answered: ready for changes
+    assert await comm.receive_json_from(timeout=TIMEOUT) == {"type": "rows", "rows": []}
+    return comm
+
+
+async def next_row(comm):
+    message = await comm.receive_json_from(timeout=TIMEOUT)
+    assert message["type"] == "row"
+    return message["row"]
+
+
+async def test_anonymous_is_closed_with_4401():
+    comm = list_socket(AnonymousUser())
+    ok, _ = await comm.connect(timeout=TIMEOUT)
+    assert ok
+    output = await comm.receive_output(timeout=TIMEOUT)
+    await comm.disconnect()
+    assert output == {"type": "websocket.close", "code": 4401, "reason": "log in to follow your sessions"}
+
+
+async def test_a_message_that_is_not_json_closes_with_4400(user):
+    comm = await connected(user)
+    await comm.send_to(text_data="{not json")
+    output = await comm.receive_output(timeout=TIMEOUT)
+    await comm.disconnect()
+    assert output["type"] == "websocket.close" and output["code"] == 4400
+
+
+async def test_watch_answers_the_own_rows_and_newer_own_runs_only(user, other_user):
+    mine = await in_thread(queue_session, user, function="wiki_agent", args={"q": 1})
+    theirs = await in_thread(queue_session, other_user, function="wiki_agent", args={"q": 2})
+    newer = await in_thread(queue_session, user, function="slow_count", args={"n": 3})
+    await in_thread(queue_session, other_user, function="slow_count", args={"n": 4})
+    comm = await connected(user)
+    await comm.send_json_to({"type": "watch", "ids": [str(mine.pk), str(theirs.pk), "not-a-uuid", 7]})
+    rows = (await comm.receive_json_from(timeout=TIMEOUT))["rows"]
+    assert [row["id"] for row in rows] == [str(mine.pk)]
+    await comm.send_json_to({"type": "watch", "ids": [], "newer_than": mine.created_at.isoformat()})
+    rows = (await comm.receive_json_from(timeout=TIMEOUT))["rows"]
+    assert [row["id"] for row in rows] == [str(newer.pk)]
+    assert 'data-role="status">queued</span>' in rows[0]["html"]
+    await comm.disconnect()
+
+
+async def test_rows_change_in_place_as_a_run_goes_and_ends(user, settings):
+    settings.OPENPROGRAM_LIST_UPDATE_S = 0
+    session = await in_thread(queue_session, user, function="wiki_agent", args={"q": "tides"})
+    comm = await connected(user)
+    await in_thread(claim_session, session.pk, worker="test:1")
+    row = await next_row(comm)
+    assert row["id"] == str(session.pk) and row["status"] == "running"
+    assert 'data-role="duration">running</td>' in row["html"]
+    node = await in_thread(create_node, session.pk, kind="llm", name="llm", status="running")
+    await next_row(comm)
+    await in_thread(finish_node, node, status="completed", usage={"input_tokens": 12, "output_tokens": 3})
+    row = await next_row(comm)
+    assert 'data-role="llm-calls">1</td>' in row["html"] and 'data-role="tokens">12 / 3</td>' in row["html"]
+    await in_thread(finish_session, session.pk, "completed", result="done")
+    while row["status"] != "completed":  # updates may merge: the last one is the end
+        row = await next_row(comm)
+    assert 'data-role="duration">running' not in row["html"] and 'data-role="stop"' not in row["html"]
+    await comm.disconnect()
+
+
+async def test_a_user_only_ever_hears_of_their_own_sessions(user, other_user, settings):
+    settings.OPENPROGRAM_LIST_UPDATE_S = 0
+    mine_socket, their_socket = await connected(user), await connected(other_user)
+    theirs = await in_thread(queue_session, other_user, function="slow_count", args={"n": 2})
+    mine = await in_thread(queue_session, user, function="wiki_agent", args={"q": "tides"})
+    await in_thread(claim_session, theirs.pk, worker="test:1")
+    await in_thread(finish_session, theirs.pk, "completed")
+    await in_thread(claim_session, mine.pk, worker="test:1")
+    assert (await next_row(mine_socket))["id"] == str(mine.pk)  # the last write: anything before it arrived
+    assert {(await next_row(their_socket))["id"] for _ in range(2)} == {str(theirs.pk)}
+    assert await mine_socket.receive_nothing(timeout=0.3)
+    # Watching someone else's session by id shows nothing of it either.
+    await mine_socket.send_json_to({"type": "watch", "ids": [str(theirs.pk)]})
+    assert (await mine_socket.receive_json_from(timeout=TIMEOUT))["rows"] == []
+    await mine_socket.disconnect()
+    await their_socket.disconnect()
+
+
+async def test_a_busy_run_sends_few_row_updates_and_always_its_end(user, settings):
+    settings.OPENPROGRAM_LIST_UPDATE_S = 600  # nothing but the first update and the end within a test
+    session = await in_thread(queue_session, user, function="slow_count", args={"n": 200})
+    comm = await connected(user)
+    await in_thread(claim_session, session.pk, worker="test:1")
+
+    def many_nodes():
+        for index in range(200):
+            finish_node(create_node(session.pk, kind="code", name=f"step_{index}", status="running"),
+                        status="completed")
+        finish_session(session.pk, "completed", result=200)
+
+    await in_thread(many_nodes)
+    rows = [await next_row(comm), await next_row(comm)]
+    assert await comm.receive_nothing(timeout=0.5)
+    assert rows[-1]["status"] == "completed" and 'data-role="nodes">200</td>' in rows[-1]["html"]
+    await comm.disconnect()
+
+
+async def test_the_real_stack_refuses_another_origin_and_serves_the_login(user):
+    from django.test import Client
+
+    from openprogram_web.asgi import application
+
+    def login_cookie():
+        client = Client()
+        client.force_login(user)
+        return client.cookies["sessionid"].value
+
+    cookie = (await database_sync_to_async(login_cookie)()).encode()
+    site = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1"), (b"cookie", b"sessionid=" + cookie)]
+    comm = WebsocketCommunicator(application, "/ws/sessions/", headers=site)
+    assert (await comm.connect(timeout=TIMEOUT))[0]
+    await comm.send_json_to({"type": "watch", "ids": []})
+    assert await comm.receive_json_from(timeout=TIMEOUT) == {"type": "rows", "rows": []}
+    await comm.disconnect()
+    elsewhere = [(b"origin", b"http://evil.example"), (b"host", b"127.0.0.1"), (b"cookie", b"sessionid=" + cookie)]
+    refused = WebsocketCommunicator(application, "/ws/sessions/", headers=elsewhere)
+    assert (await refused.connect(timeout=TIMEOUT))[0] is False
