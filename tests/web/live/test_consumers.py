@@ -22,7 +22,8 @@ from dag.routing import websocket_urlpatterns
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-TIMEOUT = 5
+# A bound on each wait, not a measure: a busy machine (the suite runs beside a CPU load) may take seconds.
+TIMEOUT = 30
 
 
 # --- writing changes like the recorder ------------------------------------------------------------
