@@ -42,8 +42,9 @@ def record_texts(page, selector):
 
 def test_wiki_agent_nodes_appear_and_complete(page):
     launch_from_form(page, "wiki_agent", {"question": "How does the recursion guard work?"})
-    expect(page.locator("[data-role=connection]")).to_have_text("live")
     expect(session_status(page)).to_have_text("completed")
+    # Connected, and the run is over: the badge no longer says "live".
+    expect(page.locator("[data-role=connection]")).to_have_text("ended")
     expect(rows(page, ".kind-code .name").first).to_have_text("wiki_agent")
     expect(rows(page, ".kind-llm").first).to_be_visible()
     expect(rows(page, ".status-running")).to_have_count(0)
