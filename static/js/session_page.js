@@ -108,9 +108,7 @@ function draw() {
   state.revealPending = false;
   timeline.render();
   renderGauge(find("gauge"), depthStats(model.nodes), {ceiling, onSelect: select});
-  find("tree-count").textContent = state.loading
-    ? `loading ${model.size.toLocaleString("en-US")} of ${state.loading.total.toLocaleString("en-US")}`
-    : `${model.size} node${model.size === 1 ? "" : "s"}`;
+  renderCount();
   renderSummary();
   if (state.detailsDirty) {
     state.detailsDirty = false;
@@ -118,6 +116,13 @@ function draw() {
   }
   renderChip();
   noteTimings();
+}
+
+/** "loading 4,000 of 10,000" while the first snapshot arrives, then "10000 nodes". */
+function renderCount() {
+  find("tree-count").textContent = state.loading
+    ? `loading ${model.size.toLocaleString("en-US")} of ${state.loading.total.toLocaleString("en-US")}`
+    : `${model.size} node${model.size === 1 ? "" : "s"}`;
 }
 
 /** The header's totals and warning, and the search's matches, after the model changed. */
@@ -162,6 +167,7 @@ function trackLoading(message, first) {
   if (first && message.since_rev === null) state.loading = message.more ? {total: message.session.node_count} : false;
   else if (state.loading && !message.more) state.loading = false;
   if (state.loading === false) state.totalsDirty = true;
+  renderCount(); // at once, not at the next frame: each part of the snapshot shows its progress
 }
 
 const stream = new SessionStream(root.dataset.wsPath, {

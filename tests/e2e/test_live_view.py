@@ -6,18 +6,7 @@ from playwright.sync_api import expect
 
 from dag.models import Node, Session
 
-from .support import make_big_session
-
-SESSION_URL = re.compile(r".*/sessions/([0-9a-f-]{36})/$")
-
-
-def launch_from_form(page, function, fields):
-    page.goto(f"/functions/{function}/")
-    for name, value in fields.items():
-        page.fill(f"[name={name}]", str(value))
-    page.click("form.launch button[type=submit]")
-    page.wait_for_url(SESSION_URL)
-    return SESSION_URL.match(page.url).group(1)
+from .support import SESSION_URL, launch_from_form, make_big_session
 
 
 def session_status(page):

@@ -7,7 +7,7 @@ import {clear, el, formatDuration, refusedByBudget, STATUS_ICONS} from "../dom.j
 
 export const BAR_ROW_HEIGHT = 24;
 const OVERSCAN = 10;
-const TICKS = 5;
+const TICK_SPACING_PX = 90; // about one labelled tick per this many pixels of track
 const DRAG_PX = 4; // a press that moves less than this is a click on a bar, not a zoom
 const NOW_STEP_MS = 250; // "now" moves in steps, so a live run redraws its rows a few times a second, not every frame
 const MIN_SPAN_MS = 1;
@@ -127,14 +127,16 @@ export class TimelineView {
   }
 
   renderAxis(from, to) {
-    const key = `${from}|${to}|${this.options.extent()[0]}`;
+    const track = this.axis.querySelector(".tl-axis-track");
+    const ticks = Math.max(1, Math.min(8, Math.floor(track.clientWidth / TICK_SPACING_PX)));
+    const key = `${from}|${to}|${this.options.extent()[0]}|${ticks}`;
     if (key === this.axisKey) return;
     this.axisKey = key;
     const origin = this.options.extent()[0] ?? from;
-    const track = clear(this.axis.querySelector(".tl-axis-track"));
-    for (let i = 0; i <= TICKS; i++) {
-      const at = from + ((to - from) * i) / TICKS;
-      track.append(el("span", {class: `tl-tick${i === TICKS ? " last" : ""}`, style: `left: ${(i * 100) / TICKS}%`,
+    clear(track);
+    for (let i = 0; i <= ticks; i++) {
+      const at = from + ((to - from) * i) / ticks;
+      track.append(el("span", {class: `tl-tick${i === ticks ? " last" : ""}`, style: `left: ${(i * 100) / ticks}%`,
         text: formatDuration(Math.max(0, Math.round(at - origin)))}));
     }
     this.options.onRangeChange?.(this.range ? `${formatDuration(Math.round(from - origin))} – ` +
