@@ -4,6 +4,7 @@
 // dragging across the bars or the axis, or with the zoom buttons; reset shows the whole run again.
 
 import {clear, el, formatDuration, refusedByBudget, STATUS_ICONS} from "../dom.js";
+import {rowsInView, scrollRowIntoView} from "./windowing.js";
 
 export const BAR_ROW_HEIGHT = 24;
 const OVERSCAN = 10;
@@ -64,10 +65,7 @@ export class TimelineView {
     const [from, to] = this.window();
     const rangeKey = `${from}|${to}`;
     this.renderAxis(from, to);
-    this.canvas.style.height = `${order.length * BAR_ROW_HEIGHT}px`;
-    const top = this.scroller.scrollTop;
-    const first = Math.max(0, Math.floor(top / BAR_ROW_HEIGHT) - OVERSCAN);
-    const last = Math.min(order.length, Math.ceil((top + this.scroller.clientHeight) / BAR_ROW_HEIGHT) + OVERSCAN);
+    const [first, last] = rowsInView(this.scroller, this.canvas, order.length, BAR_ROW_HEIGHT, OVERSCAN);
     const wanted = new Set();
     const fresh = [];
     for (let index = first; index < last; index++) {
@@ -216,16 +214,7 @@ export class TimelineView {
     this.selectedId = id;
     if (!this.visible) return;
     this.render();
-    this.scrollToRow(this.indexOf.get(id) ?? -1);
+    scrollRowIntoView(this.scroller, this.indexOf.get(id) ?? -1, BAR_ROW_HEIGHT, {center: true});
     this.render();
-  }
-
-  scrollToRow(index) {
-    if (index < 0) return;
-    const top = index * BAR_ROW_HEIGHT;
-    const view = this.scroller.clientHeight;
-    const current = this.scroller.scrollTop;
-    if (top >= current && top + BAR_ROW_HEIGHT <= current + view) return;
-    this.scroller.scrollTop = Math.max(0, top - view / 2);
   }
 }
