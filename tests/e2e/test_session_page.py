@@ -264,3 +264,20 @@ def test_a_large_session_says_how_much_is_loaded_until_all_is(page, user):
     assert texts[-1] == "10000 nodes"
     shown = [int(text.split()[1].replace(",", "")) for text in loading]
     assert shown == sorted(shown) and shown[0] < 10000
+
+
+def test_the_timeline_of_a_running_run_grows_and_running_bars_reach_now(page):
+    launch_from_form(page, "slow_count", {"n": 30, "delay_s": 0.3})
+    page.get_by_role("button", name="Timeline").click()
+    bars = page.locator("[data-role=timeline-canvas] .tl-bar")
+    # The entry call and at least two count_steps: new bars arrive without a reload.
+    expect(bars.nth(2)).to_be_attached()
+    running = page.locator(".tl-bar.status-running").first
+    expect(running).to_be_visible()
+    # A running call's bar ends at now, the right end of a live run's window.
+    track = page.locator(".tl-track").first.bounding_box()
+    box = running.bounding_box()
+    assert abs(box["x"] + box["width"] - (track["x"] + track["width"])) <= 2
+    page.get_by_role("button", name="Stop").click()
+    expect(role(page, "session-status")).to_have_text("cancelled")
+    expect(page.locator(".tl-bar.status-running")).to_have_count(0)

@@ -13,6 +13,11 @@ const DRAG_PX = 4; // a press that moves less than this is a click on a bar, not
 const NOW_STEP_MS = 250; // "now" moves in steps, so a live run redraws its rows a few times a second, not every frame
 const MIN_SPAN_MS = 1;
 
+/** Now, rounded up to the next step: the end of a running bar and of a live run's window agree. */
+function steppedNow() {
+  return Math.ceil(Date.now() / NOW_STEP_MS) * NOW_STEP_MS;
+}
+
 export class TimelineView {
   /**
    * @param {HTMLElement} container  the timeline pane (holds the axis, the scroller and the drag brush)
@@ -50,8 +55,9 @@ export class TimelineView {
   window() {
     if (this.range) return this.range;
     const [start, end] = this.options.extent();
-    const from = start ?? Date.now();
-    const to = end ?? Math.ceil(Date.now() / NOW_STEP_MS) * NOW_STEP_MS;
+    const now = steppedNow();
+    const from = start ?? now;
+    const to = end ?? now;
     return [from, Math.max(to, from + MIN_SPAN_MS)];
   }
 
@@ -64,6 +70,7 @@ export class TimelineView {
     }
     const [from, to] = this.window();
     const rangeKey = `${from}|${to}`;
+    const now = steppedNow();
     this.renderAxis(from, to);
     const [first, last] = rowsInView(this.scroller, this.canvas, order.length, BAR_ROW_HEIGHT, OVERSCAN);
     const wanted = new Set();
@@ -72,11 +79,11 @@ export class TimelineView {
       const id = order[index];
       wanted.add(id);
       const node = this.model.nodes.get(id);
-      const running = node.status === "running" ? Math.floor(Date.now() / NOW_STEP_MS) : "";
+      const running = node.status === "running" ? now : "";
       const signature = `${index}|${node.rev}|${id === this.selectedId}|${rangeKey}|${running}`;
       const drawn = this.drawn.get(id);
       if (drawn && drawn.signature === signature) continue;
-      const element = this.drawRow(node, index, from, to);
+      const element = this.drawRow(node, index, from, to, now);
       if (drawn) drawn.element.replaceWith(element);
       else fresh.push(element);
       this.drawn.set(id, {element, signature});
@@ -90,7 +97,7 @@ export class TimelineView {
     if (fresh.length) this.canvas.append(...fresh); // one insertion for every new row of a scroll
   }
 
-  drawRow(node, index, from, to) {
+  drawRow(node, index, from, to, now) {
     const [start, end] = this.model.times.get(node.id) || [null, null];
     const classes = ["tl-row", `status-${node.status}`, `kind-${node.kind}`];
     if (node.id === this.selectedId) classes.push("is-selected");
@@ -103,7 +110,7 @@ export class TimelineView {
     const track = el("div", {class: "tl-track"});
     row.append(track);
     if (start === null) return row;
-    const stop = end ?? Math.max(Date.now(), start);
+    const stop = end ?? Math.max(now, start); // running: to now, where the whole run's window ends too
     const span = to - from;
     const left = ((start - from) / span) * 100;
     const right = ((stop - from) / span) * 100;
@@ -152,7 +159,7 @@ export class TimelineView {
   setRange(range) {
     if (range) {
       const [start, end] = this.options.extent();
-      const whole = [start ?? range[0], end ?? Date.now()];
+      const whole = [start ?? range[0], end ?? steppedNow()];
       // Zooming out past the whole run is the whole run again (which then keeps growing while live).
       if (range[0] <= whole[0] && range[1] >= whole[1]) range = null;
     }
