@@ -143,9 +143,7 @@ class Node(models.Model):
 
     @property
     def duration_ms(self) -> int | None:
-        if self.started_at and self.finished_at:
-            return int((self.finished_at - self.started_at).total_seconds() * 1000)
-        return None
+        return duration_ms(self.started_at, self.finished_at)
 
     def as_dict(self) -> dict:
         """The JSON shape of a node in the API, the websocket stream and exports."""
@@ -172,6 +170,13 @@ class Node(models.Model):
             "finished_at": _iso(self.finished_at),
             "duration_ms": self.duration_ms,
         }
+
+
+def duration_ms(started, finished) -> int | None:
+    """Whole milliseconds from `started` to `finished`, None unless both are set."""
+    if started and finished:
+        return int((finished - started).total_seconds() * 1000)
+    return None
 
 
 def _iso(value) -> str | None:

@@ -38,6 +38,7 @@ from ..models import Node, Session
 from ..runs.leases import worker_id
 from . import broadcast
 from .frames import live_frames, snapshot_frames
+from .node_rows import node_dicts
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +88,7 @@ def read_nodes(session_id: uuid.UUID, since_rev: int | None, after_seq: int, lim
     nodes = Node.objects.filter(session_id=session_id, seq__gt=after_seq)
     if since_rev is not None:
         nodes = nodes.filter(rev__gt=since_rev)
-    return [node.as_dict() for node in nodes.order_by("seq")[:limit]]
+    return node_dicts(nodes.order_by("seq")[:limit])
 
 
 def owned_session_exists(user, session_id: uuid.UUID) -> bool:

@@ -19,6 +19,8 @@ export class SessionHeader {
     this.budget = root.querySelector("[data-role=budget]");
     this.outcome = root.querySelector("[data-role=outcome]");
     this.connection = root.querySelector("[data-role=connection]");
+    this.warning = root.querySelector("[data-role=session-warning]");
+    this.connectionState = "connecting";
     this.session = null;
     this.stopPending = false; // the stop request is on its way: the button waits for the answer
     this.stopButton.addEventListener("click", () => this.stop(stopUrl));
@@ -47,13 +49,27 @@ export class SessionHeader {
   }
 
   setConnection(state, detail) {
-    const labels = {live: "live", reconnecting: "reconnecting…", closed: "disconnected"};
     if (this.connectionState === state && !detail) return;
     this.connectionState = state;
-    this.connection.className = `conn conn-${state}`;
-    this.connection.textContent = labels[state] || state;
     this.connection.title = detail || "";
+    this.renderConnection();
     if (detail) this.showOutcome(detail, "error");
+  }
+
+  /** The stream's state; "ended" instead of a green "live" once the run is over (nothing more comes). */
+  renderConnection() {
+    const labels = {connecting: "connecting…", live: "live", reconnecting: "reconnecting…", closed: "disconnected"};
+    const ended = this.connectionState === "live" && this.session && this.terminal.has(this.session.status);
+    const state = ended ? "ended" : this.connectionState;
+    this.connection.className = `conn conn-${state}`;
+    this.connection.textContent = ended ? "ended" : labels[state] || state;
+    if (ended) this.connection.title = "The run has ended: nothing more will arrive";
+  }
+
+  /** What the status alone hides, beside it: "· 1 refused", "· 2 refused · 1 over budget". */
+  setWarning(text) {
+    this.warning.hidden = !text;
+    this.warning.textContent = text ? `· ${text}` : "";
   }
 
   render() {
@@ -62,6 +78,7 @@ export class SessionHeader {
     const phase = session.phase;
     this.status.className = `badge status-${phase}`;
     this.status.textContent = phase;
+    this.renderConnection();
     const terminal = this.terminal.has(session.status);
     this.stopButton.hidden = terminal;
     this.stopButton.disabled = this.stopPending || phase === "cancelling";

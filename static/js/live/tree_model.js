@@ -20,6 +20,11 @@ export class TreeModel {
     this.rows = [];
     this.rowIndex = new Map(); // node id or group key -> row index
     this.structureChanged = true;
+    this.order = []; // every node id, depth first in seq order: the timeline's rows and search's order
+    this.orderStale = false;
+    this.times = new Map(); // id -> [start ms, end ms or null while running], parsed once per node state
+    this.firstStart = null; // the earliest start and latest end of any call (ms since the epoch)
+    this.lastEnd = null;
   }
 
   get size() {
@@ -32,9 +37,12 @@ export class TreeModel {
     if (known) {
       if (node.rev < known.rev) return null;
       this.nodes.set(node.id, node);
+      this.noteTimes(node);
       return "updated";
     }
     this.nodes.set(node.id, node);
+    this.noteTimes(node);
+    this.orderStale = true;
     const parentKey = node.parent === null ? ROOT : node.parent;
     if (node.parent !== null && !this.nodes.has(node.parent)) {
       pushSorted(this.orphans, node.parent, node.id, this.nodes);
@@ -49,6 +57,31 @@ export class TreeModel {
     if (this.newestId === null || node.seq > this.nodes.get(this.newestId).seq) this.newestId = node.id;
     this.structureChanged = true;
     return "added";
+  }
+
+  noteTimes(node) {
+    const start = node.started_at ? Date.parse(node.started_at) : null;
+    let end = node.finished_at ? Date.parse(node.finished_at) : null;
+    if (end === null && start !== null && node.status !== "running") end = start + (node.duration_ms || 0);
+    this.times.set(node.id, [start, end]);
+    if (start !== null && (this.firstStart === null || start < this.firstStart)) this.firstStart = start;
+    if (end !== null && (this.lastEnd === null || end > this.lastEnd)) this.lastEnd = end;
+  }
+
+  /** Every node id, depth first with siblings in seq order (folds and collapsed subtrees included). */
+  callOrder() {
+    if (!this.orderStale) return this.order;
+    const order = [];
+    const pending = [];
+    pushReversed(pending, this.childIds(null));
+    while (pending.length) {
+      const id = pending.pop();
+      order.push(id);
+      pushReversed(pending, this.childIds(id));
+    }
+    this.order = order;
+    this.orderStale = false;
+    return order;
   }
 
   childIds(id) {

@@ -2,6 +2,7 @@
 // redrawn only when what it shows changed. Ten thousand nodes cost the same to draw as fifty.
 
 import {el, elapsedMs, formatDuration, formatTokens, preview, refusedByBudget, STATUS_ICONS} from "../dom.js";
+import {rowsInView, scrollRowIntoView} from "./windowing.js";
 
 export const ROW_HEIGHT = 28;
 const OVERSCAN = 12;
@@ -34,10 +35,7 @@ export class TreeView {
 
   render() {
     const rows = this.model.visibleRows();
-    this.canvas.style.height = `${rows.length * ROW_HEIGHT}px`;
-    const top = this.scroller.scrollTop;
-    const first = Math.max(0, Math.floor(top / ROW_HEIGHT) - OVERSCAN);
-    const last = Math.min(rows.length, Math.ceil((top + this.scroller.clientHeight) / ROW_HEIGHT) + OVERSCAN);
+    const [first, last] = rowsInView(this.scroller, this.canvas, rows.length, ROW_HEIGHT, OVERSCAN);
     const wanted = new Set();
     const ordered = [];
     for (let index = first; index < last; index++) {
@@ -186,13 +184,9 @@ export class TreeView {
 
   /** Scroll so that row `index` is in view (no movement if it already is). */
   scrollToRow(index, {center = false} = {}) {
-    if (index < 0) return;
-    const top = index * ROW_HEIGHT;
-    const view = this.scroller.clientHeight;
-    const current = this.scroller.scrollTop;
-    if (!center && top >= current && top + ROW_HEIGHT <= current + view) return;
-    this.scroller.scrollTop = center ? top - view / 2 : Math.max(0, top - view + ROW_HEIGHT * 2);
+    scrollRowIntoView(this.scroller, index, ROW_HEIGHT, {center});
   }
+
 }
 
 function updateInPlace(element, fresh) {
