@@ -15,6 +15,7 @@ import websockets
 from websockets.asyncio.client import connect
 
 FATAL_CODES = {4400, 4404}
+BACKOFF_S, MAX_BACKOFF_S = 0.05, 1.0  # the browser's 0.25 to 8 s, shortened to keep the tests short
 TERMINAL = {"completed", "error", "cancelled", "interrupted"}  # a session's, as dag.models has them
 
 
@@ -33,6 +34,7 @@ class StreamClient:
         self.connections = 0  # sockets opened
         self.close_codes: list[int | None] = []  # how each socket the server ended was closed
         self._socket = None
+        self._backoff = BACKOFF_S
 
     @property
     def done(self) -> bool:
@@ -41,24 +43,25 @@ class StreamClient:
     async def follow(self, timeout_s: float, *, until_rev: int | None = None) -> "StreamClient":
         """Reconnect as often as needed until done (and at `until_rev` if given), within `timeout_s`."""
         deadline = time.monotonic() + timeout_s
-        backoff = 0.05
         while not self._finished(until_rev):
             if time.monotonic() > deadline:
                 raise StreamFailed(f"stream {self.base} not done within {timeout_s:g} s: rev {self.rev}, "
                                    f"session {self.session.get('status')} at rev {self.session.get('rev')}")
             try:
-                await asyncio.wait_for(self.run_once(), max(0.1, deadline - time.monotonic()))
-                backoff = 0.05
+                if await asyncio.wait_for(self.run_once(), max(0.1, deadline - time.monotonic())):
+                    continue  # a resync: at once
             except (OSError, asyncio.TimeoutError, websockets.InvalidHandshake):
-                await asyncio.sleep(backoff)  # the server is away (restarting): try again, like the browser
-                backoff = min(backoff * 2, 1.0)
+                pass  # the server is away (restarting)
+            await asyncio.sleep(self._backoff)  # closed or away: try again later, like the browser
+            self._backoff = min(self._backoff * 2, MAX_BACKOFF_S)
         return self
 
     def _finished(self, until_rev: int | None) -> bool:
         return self.done and (until_rev is None or self.rev >= until_rev)
 
-    async def run_once(self) -> None:
-        """One socket: read until the session is done, a resync is due, or the server closes it."""
+    async def run_once(self) -> bool:
+        """One socket: read until the session is done or a resync is due (True), or the server closes it
+        (False)."""
         query = "" if self.rev is None else f"?since_rev={self.rev}"
         async with connect(self.base + query, origin=self.origin, additional_headers={"Cookie": self.cookie},
                            max_size=None, open_timeout=20) as socket:
@@ -67,7 +70,7 @@ class StreamClient:
             try:
                 async for frame in socket:
                     if not self.receive(json.loads(frame)) or self.done:
-                        return  # resync (the loop reconnects) or finished
+                        return True
             except websockets.ConnectionClosed:
                 pass
             finally:
@@ -76,6 +79,7 @@ class StreamClient:
             self.close_codes.append(code)
             if code in FATAL_CODES:
                 raise StreamFailed(f"stream {self.base} refused: {code} {socket.close_reason}")
+            return False
 
     async def drop(self) -> None:
         """Cut the open socket (as a flaky network would); `follow` reconnects from the last rev."""
@@ -87,6 +91,7 @@ class StreamClient:
         """Apply one message; False when the stream must reconnect to catch up."""
         kind = message.get("type")
         if kind == "snapshot":
+            self._backoff = BACKOFF_S
             if message.get("since_rev") is None:
                 self.nodes = {}
             self.session = message["session"]
