@@ -40,14 +40,20 @@ class Viewer:
 
     def launch(self, server: LiveServer, function: str, args: dict, **extra) -> str:
         """POST /api/sessions/ on the live server; the new session's id."""
-        body = json.dumps({"function": function, "args": args, **extra}).encode()
-        request = urllib.request.Request(f"{server.url}/api/sessions/", data=body, method="POST", headers={
-            "Authorization": f"Token {self.token}", "Content-Type": "application/json"})
+        return self.post(server, "/api/sessions/", {"function": function, "args": args, **extra})["id"]
+
+    def stop(self, server: LiveServer, session_id: str) -> dict:
+        return self.post(server, f"/api/sessions/{session_id}/stop/", {})
+
+    def post(self, server: LiveServer, path: str, payload: dict) -> dict:
+        request = urllib.request.Request(f"{server.url}{path}", data=json.dumps(payload).encode(), method="POST",
+                                         headers={"Authorization": f"Token {self.token}",
+                                                  "Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(request, timeout=START_S) as response:
-                return json.load(response)["id"]
+                return json.load(response)
         except urllib.error.HTTPError as exc:
-            raise AssertionError(f"launch of {function} refused: {exc.code} {exc.read().decode()}") from None
+            raise AssertionError(f"POST {path} refused: {exc.code} {exc.read().decode()}") from None
 
 
 @pytest.fixture

@@ -32,6 +32,7 @@ class StreamClient:
         self.session: dict = {}
         self.nodes: dict[int, dict] = {}
         self.connections = 0  # sockets opened
+        self.snapshots = 0  # snapshots received in full (one per connection, unless it dropped first)
         self.close_codes: list[int | None] = []  # how each socket the server ended was closed
         self._socket = None
         self._backoff = BACKOFF_S
@@ -81,6 +82,10 @@ class StreamClient:
                 raise StreamFailed(f"stream {self.base} refused: {code} {socket.close_reason}")
             return False
 
+    @property
+    def connected(self) -> bool:
+        return self._socket is not None
+
     async def drop(self) -> None:
         """Cut the open socket (as a flaky network would); `follow` reconnects from the last rev."""
         socket = self._socket
@@ -110,6 +115,7 @@ class StreamClient:
 
     def _finish_snapshot(self, message: dict) -> bool:
         if not message.get("more"):
+            self.snapshots += 1
             self.rev = message["rev"] if self.rev is None else max(self.rev, message["rev"])
         return True
 
