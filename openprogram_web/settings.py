@@ -134,11 +134,17 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # --- channels ---------------------------------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            # channels_redis's layer, quiet about an outage (see the module).
+            "BACKEND": "dag.live.redis_layer.OutageTolerantRedisChannelLayer",
             # socket_timeout None: redis-py 8 otherwise drops idle layer connections after 5 s.
-            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None}], "capacity": 1000},
+            # retry_on_error: a pooled connection that a Redis restart or outage closed fails once on
+            # its next use; the command is retried once on a new connection instead of failing.
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None,
+                                  "retry_on_error": [RedisConnectionError]}], "capacity": 1000},
         }
     }
 else:
@@ -281,6 +287,9 @@ STATIC_ROOT = VAR_DIR / "static"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # Level and logger on every line, so an operator (and the reliability tests) can tell a warning
+    # from an error in the server's output.
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }

@@ -28,6 +28,7 @@ from typing import Callable
 
 from ..conf import conf
 from . import session_list_notify
+from .layer_outage import LAYER_UNREACHABLE, outage
 
 log = logging.getLogger(__name__)
 
@@ -176,10 +177,16 @@ class LayerForwarder:
         items.sort(key=lambda item: item.get("rev", 0))
         for start in range(0, len(items), MAX_ITEMS_PER_MESSAGE):
             chunk = items[start:start + MAX_ITEMS_PER_MESSAGE]
+            started = outage.clock()
             try:
                 await layer.group_send(group_name(session_id), {"type": BATCH_EVENT, "items": chunk})
-            except Exception:  # a full or unreachable layer: viewers resync from the database
+            except LAYER_UNREACHABLE as exc:  # Redis is away: said once per outage; viewers resync
+                outage.failed("sending live changes", exc)
+                return  # the session's other chunks would fail alike
+            except Exception:  # not an outage: viewers resync from the database, the log says why
                 log.warning("channel layer send for session %s failed", session_id, exc_info=True)
+            else:
+                outage.reached(started)
 
 
 layer_forwarder = LayerForwarder()

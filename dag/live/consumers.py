@@ -11,7 +11,8 @@ Protocol (server -> client, JSON):
 - `{"type": "heartbeat", "rev": R}` every `OPENPROGRAM_WS_HEARTBEAT_S` seconds.
 Close codes: 4400 a bad session id or query parameter, 4404 not logged in, not the owner, or no such
 session (one code, so the stream does not reveal which sessions exist); 4404 too for a path that is no
-stream (`NoSuchStreamConsumer`).
+stream (`NoSuchStreamConsumer`); 4503 (try again later) when the channel layer (Redis) cannot be reached:
+the client reconnects and resyncs by revision, as after any drop (see dag.live.layer_outage).
 
 The database is the truth: the consumer joins the session's group *before* reading the snapshot and
 drops live messages the snapshot already covers; when the layer loses or reorders a message (a rev gap),
@@ -39,6 +40,7 @@ from ..runs.leases import worker_id
 from . import broadcast
 from .frames import live_frames, snapshot_frames
 from .node_rows import node_dicts
+from .layer_outage import CLOSE_TRY_AGAIN_LATER, LAYER_UNREACHABLE, outage
 
 log = logging.getLogger(__name__)
 
@@ -113,11 +115,23 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
     session_id: uuid.UUID | None = None
     group: str | None = None
     rev: int | None = None  # the highest revision this client has been sent, contiguously
+    _heartbeat_task = _follow_task = None
+    _disconnected = False
+
+    async def __call__(self, scope, receive, send):
+        """Serve the stream. A layer that cannot be reached (Redis away) ends it with 4503, so the client
+        reconnects and resyncs, instead of ending it with 1011 and a traceback per stream."""
+        try:
+            await super().__call__(scope, receive, send)
+        except LAYER_UNREACHABLE as exc:
+            outage.failed("a live stream's layer call", exc)
+            self._stop_tasks()
+            if not self._disconnected:
+                await self.close(code=CLOSE_TRY_AGAIN_LATER, reason="live updates unavailable; reconnect")
 
     async def connect(self):
         broadcast.bind_loop(asyncio.get_running_loop())
         self._lock = asyncio.Lock()
-        self._heartbeat_task = self._follow_task = None
         # Accept before refusing: a close code only reaches a browser on an open socket (a refused
         # handshake shows up as an anonymous 1006).
         await self.accept()
@@ -135,7 +149,9 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         self.session_id = session_id
         self.group = broadcast.group_name(session_id)
         # Join first, then read: a change committed in between is in both, and the rev check drops it.
+        joining = outage.clock()
         await self.channel_layer.group_add(self.group, self.channel_name)
+        outage.reached(joining)
         async with self._lock:
             if not await self._send_changes(since_rev):
                 return
@@ -144,11 +160,18 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             self._follow_task = asyncio.create_task(self._follow_other_process())
 
     async def disconnect(self, code):
+        self._disconnected = True
+        self._stop_tasks()
+        if self.group is not None:
+            try:
+                await self.channel_layer.group_discard(self.group, self.channel_name)
+            except LAYER_UNREACHABLE as exc:  # the membership expires in Redis by itself
+                outage.failed("leaving a stream's group", exc)
+
+    def _stop_tasks(self) -> None:
         for task in (self._heartbeat_task, self._follow_task):
             if task is not None:
                 task.cancel()
-        if self.group is not None:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def receive(self, text_data=None, bytes_data=None):
         """The stream is one-way; whatever the client sends is ignored."""

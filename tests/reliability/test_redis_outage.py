@@ -1,0 +1,186 @@
+"""Item 17: a Redis outage. It closed every stream with 1011 and wrote a traceback per flush (1,167 in
+5 s); now the log says it once (one warning as the layer starts failing, one info when it is back), and
+streams are closed with 4503 so clients reconnect and resync from the database by revision.
+
+The first tests break the layer in this process (both passes); the last cuts real Redis for a few
+seconds under a live server through a TCP proxy the test controls (the scaled pass, PostgreSQL + Redis).
+"""
+import asyncio
+import logging
+import re
+import threading
+import time
+from urllib.parse import urlsplit
+
+import pytest
+from channels.layers import InMemoryChannelLayer
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
+from django.db import connection
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from dag.live import layer_outage
+from dag.live.broadcast import LayerForwarder
+from dag.live.layer_outage import CLOSE_TRY_AGAIN_LATER, LayerOutage, outage
+from dag.models import Session
+from dag.routing import websocket_urlpatterns
+from tests.web.runs.celery_workers import scaled_only
+
+from .figures import record
+from .live_runs import START_S, database_view, start_server, still_running, viewer, wait_for_end  # noqa: F401
+from .stream_client import StreamClient
+from .tcp_proxy import TcpProxy
+
+OUTAGE_LOGGER = "dag.live.layer_outage"
+
+
+def outage_lines(caplog, level):
+    return [r for r in caplog.records if r.name == OUTAGE_LOGGER and r.levelno == level]
+
+
+# --- the outage notice ---------------------------------------------------------------------------
+
+def test_an_outage_is_said_once_when_it_starts_and_once_when_it_ends(caplog, monkeypatch):
+    now = [100.0]
+    monkeypatch.setattr(LayerOutage, "clock", staticmethod(lambda: now[0]))
+    notice = LayerOutage()
+    caplog.set_level(logging.INFO, OUTAGE_LOGGER)
+    before = notice.clock()
+    now[0] += 0.5
+    for _ in range(50):
+        notice.failed("sending live changes", RedisConnectionError("Connection refused"))
+    notice.reached(before)  # began before the outage: it got through just ahead of the cut
+    now[0] += 3
+    notice.reached(notice.clock())
+    notice.reached(notice.clock())
+    assert [r.getMessage()[:45] for r in outage_lines(caplog, logging.WARNING)] == [
+        "channel layer (Redis) unreachable: sending li"]
+    assert len(outage_lines(caplog, logging.INFO)) == 1
+    assert "after 3.0 s (50 layer calls failed" in outage_lines(caplog, logging.INFO)[0].getMessage()
+    assert all(r.exc_info is None for r in caplog.records)  # no traceback
+
+    notice.failed("a stream", RedisConnectionError("closed"))  # a broken pooled connection, just after
+    assert len(outage_lines(caplog, logging.WARNING)) == 1
+    now[0] += layer_outage.SETTLE_S
+    notice.failed("a stream", RedisConnectionError("closed"))  # later: a new outage
+    assert len(outage_lines(caplog, logging.WARNING)) == 2
+
+
+@pytest.fixture
+def fresh_outage():
+    """The process's outage state, as at start-up, before and after the test."""
+    outage.__dict__.update(LayerOutage().__dict__)
+    yield outage
+    outage.__dict__.update(LayerOutage().__dict__)
+
+
+class UnreachableLayer(InMemoryChannelLayer):
+    """A layer whose server is gone: every call fails the way channels_redis's do."""
+
+    async def _refuse(self, *args, **kwargs):
+        raise RedisConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    group_add = group_discard = group_send = receive = _refuse
+
+
+async def test_flushes_to_an_unreachable_layer_log_one_warning_without_a_traceback(caplog, fresh_outage):
+    caplog.set_level(logging.INFO)
+    layer = UnreachableLayer()
+    for rev in range(1, 201):
+        await LayerForwarder._send(layer, "some-session", [{"type": "node", "rev": rev}])
+    assert len(outage_lines(caplog, logging.WARNING)) == 1
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+
+
+@pytest.fixture
+def unreachable_layer(settings):
+    from channels.layers import channel_layers
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": f"{__name__}.UnreachableLayer"}}
+    channel_layers.backends = {}
+    yield
+    channel_layers.backends = {}
+
+
+def create_session(user) -> Session:
+    try:
+        return Session.objects.create(owner=user, function="entry")
+    finally:
+        connection.close()  # made in a thread of its own
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_streams_on_an_unreachable_layer_close_with_try_again_later(user, unreachable_layer, caplog,
+                                                                          fresh_outage):
+    caplog.set_level(logging.INFO)
+    session = await asyncio.to_thread(create_session, user)
+    for _ in range(3):
+        comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/sessions/{session.pk}/")
+        comm.scope["user"] = user
+        assert (await comm.connect(timeout=5))[0]
+        closed = await comm.receive_output(timeout=5)  # the app's exception would be raised here
+        assert closed == {"type": "websocket.close", "code": CLOSE_TRY_AGAIN_LATER,
+                          "reason": "live updates unavailable; reconnect"}
+        await comm.wait(timeout=5)
+    assert len(outage_lines(caplog, logging.WARNING)) == 1
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+
+
+# --- a real outage under a live server ------------------------------------------------------------
+
+CLIENTS = 3
+OUTAGE_S = 3.0  # how long Redis stays cut: the run goes on writing meanwhile
+FOLLOW_S = 120.0
+
+
+@pytest.fixture
+def redis_proxy():
+    target = urlsplit(settings.REDIS_URL)
+    proxy = TcpProxy(target.hostname or "127.0.0.1", target.port or 6379)
+    yield proxy
+    proxy.close()
+
+
+def database_rev(session_id) -> int:
+    try:
+        return Session.objects.get(pk=session_id).rev
+    finally:
+        connection.close()  # read in a thread of its own
+
+
+async def watch_through_an_outage(server, viewer, session_id, proxy) -> tuple[list, int, int]:
+    clients = [StreamClient(server.ws_url, session_id, viewer.cookie) for _ in range(CLIENTS)]
+    following = [asyncio.create_task(client.follow(FOLLOW_S)) for client in clients]
+    deadline = time.monotonic() + START_S
+    while not all(client.rev for client in clients):  # every client live, the run under way
+        assert time.monotonic() < deadline, "the clients never got their snapshots"
+        await asyncio.sleep(0.05)
+    proxy.cut()
+    cut_at = await asyncio.to_thread(database_rev, session_id)
+    await asyncio.sleep(OUTAGE_S)
+    restored_at = await asyncio.to_thread(database_rev, session_id)
+    proxy.restore()
+    await asyncio.gather(*following)
+    return clients, cut_at, restored_at
+
+
+@scaled_only()
+def test_a_redis_outage_is_logged_once_and_clients_converge_to_the_database(start_server, viewer, redis_proxy):
+    server = start_server(redis_url=redis_proxy.url("redis", urlsplit(settings.REDIS_URL).path))
+    session_id = viewer.launch(server, "slow_count", {"n": 200, "delay_s": 0.02})
+    clients, cut_at, restored_at = asyncio.run(watch_through_an_outage(server, viewer, session_id, redis_proxy))
+
+    session = wait_for_end(session_id)
+    state, rows = database_view(session_id)
+    lost = sum(client.differences(state, rows) for client in clients)
+    record("redis-outage", sessions=1, nodes=len(rows), faults=1, lost=lost)
+    assert restored_at > cut_at, "the run wrote nothing while Redis was cut: the test proved nothing"
+    assert session.status == "completed", session.error
+    assert lost == 0
+    assert still_running([session_id]) == []
+    assert all(CLOSE_TRY_AGAIN_LATER in client.close_codes and 1011 not in client.close_codes
+               for client in clients)
+    log = server.log()
+    assert server.trouble() == []
+    assert len(re.findall(rf"WARNING {OUTAGE_LOGGER}: channel layer \(Redis\) unreachable", log)) == 1
+    assert len(re.findall(rf"INFO {OUTAGE_LOGGER}: channel layer \(Redis\) reachable again", log)) == 1
