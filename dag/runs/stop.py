@@ -194,9 +194,14 @@ def _ensure_listener() -> None:
 
 
 def _listen(url: str) -> None:
-    """Turn stop messages on STOP_CHANNEL into local signals, for the life of the process."""
+    """Turn stop messages on STOP_CHANNEL into local signals, for the life of the process.
+
+    While Redis is away the listener resubscribes every RESUBSCRIBE_S and the log says so once per
+    outage (a warning when it goes, an info when it is back), not once per attempt.
+    """
     import redis
 
+    down_since = None
     while True:
         client = None
         try:
@@ -206,14 +211,19 @@ def _listen(url: str) -> None:
                                           health_check_interval=15)
             pubsub = client.pubsub(ignore_subscribe_messages=True)
             pubsub.subscribe(STOP_CHANNEL)
+            if down_since is not None:
+                log.info("stop wake-ups from Redis back after %.1f s", time.monotonic() - down_since)
+                down_since = None
             while True:
                 message = pubsub.get_message(timeout=1.0)
                 if message and message.get("type") == "message":
                     data = message["data"]
                     signal_local(data.decode() if isinstance(data, bytes) else str(data))
         except Exception as exc:
-            log.warning("stop wake-ups from Redis unavailable (%s); stops reach this process's runs by the "
-                        "database poll until it is back", exc)
+            if down_since is None:
+                down_since = time.monotonic()
+                log.warning("stop wake-ups from Redis unavailable (%s); stops reach this process's runs by "
+                            "the database poll until it is back (said once until then)", exc)
             time.sleep(RESUBSCRIBE_S)
         finally:
             if client is not None:

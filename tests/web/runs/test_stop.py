@@ -248,3 +248,49 @@ def test_a_stop_is_saved_when_redis_cannot_take_its_wake_up(settings, user):
     session = write_path.queue_session(user, function="slow_count", args={})
     write_path.claim_session(session.pk)  # running in "another process": only the wake-up could reach it
     assert lifecycle.request_stop(session.pk).cancel_requested  # the poll will find it
+
+
+class _EndListener(BaseException):
+    """Raised by the fake Redis to end the listener's endless loop."""
+
+
+def test_a_redis_outage_is_logged_once_by_the_stop_listener_and_its_return_once(monkeypatch, caplog):
+    import redis
+
+    from dag.runs import stop
+
+    class Subscription:
+        def subscribe(self, channel):
+            pass
+
+        def get_message(self, timeout):
+            raise redis.exceptions.ConnectionError("connection reset")  # the second outage begins
+
+    class Client:
+        def pubsub(self, ignore_subscribe_messages):
+            return Subscription()
+
+        def close(self):
+            pass
+
+    def refused():
+        raise redis.exceptions.ConnectionError("connection refused")
+
+    # Three refused connections (one outage), a subscription that works and then breaks (a second
+    # outage), one more refusal, then the end of the test.
+    attempts = iter([refused, refused, refused, Client, refused])
+
+    def from_url(url, **options):
+        try:
+            return next(attempts)()
+        except StopIteration:
+            raise _EndListener from None
+
+    monkeypatch.setattr(redis.Redis, "from_url", staticmethod(from_url))
+    monkeypatch.setattr(stop, "RESUBSCRIBE_S", 0)
+    with caplog.at_level("INFO", logger="dag.runs.stop"), pytest.raises(_EndListener):
+        stop._listen("redis://127.0.0.1:1/0")
+    said = [(record.levelname, record.getMessage().split(" (")[0].split(" after")[0]) for record in caplog.records]
+    assert said == [("WARNING", "stop wake-ups from Redis unavailable"),
+                    ("INFO", "stop wake-ups from Redis back"),
+                    ("WARNING", "stop wake-ups from Redis unavailable")]
