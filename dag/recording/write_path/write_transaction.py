@@ -60,6 +60,11 @@ class WriteTransaction:
             self.cursor.execute(sql, params)
         return self.cursor
 
+    def executemany(self, sql: str, params_seq) -> None:
+        """Run one statement once per parameter row (a batch of inserts or updates)."""
+        with self.connection.wrap_database_errors:
+            self.cursor.executemany(sql, params_seq)
+
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run `callback` once the transaction has committed (never if it rolls back)."""
         if self._own:

@@ -9,14 +9,14 @@ from ..dag_helpers import model_call, new_session, recording
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@agentic_function
+@agentic_function(register_globally=False)  # module-level: keep its names from other tests
 def leaf(text: str) -> str:
     """Repeat the text."""
     model_call(f"say {text}", reply=f"{text} {text}")
     return text
 
 
-@agentic_function
+@agentic_function(register_globally=False)  # module-level: keep its names from other tests
 def root() -> str:
     """Call two leaves."""
     model_call("plan the work now", reply="two leaves")
