@@ -36,6 +36,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
+from django.core.exceptions import ValidationError
 from django.db import DEFAULT_DB_ALIAS, connections
 
 from ...conf import conf
@@ -383,7 +384,11 @@ def flush_session(session_id) -> Optional[BaseException]:
     writer = running_writer()
     if writer is None or connections[DEFAULT_DB_ALIAS].in_atomic_block:
         return None
-    return writer.flush(Session._meta.pk.to_python(session_id))
+    try:
+        key = Session._meta.pk.to_python(session_id)
+    except ValidationError:
+        return None  # no such session can have writes queued
+    return writer.flush(key)
 
 
 def session_ended(session_id) -> None:
