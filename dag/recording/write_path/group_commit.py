@@ -51,8 +51,10 @@ log = logging.getLogger(__name__)
 # An idle writer gives its database connection back this long after its last batch: PostgreSQL keeps
 # no idle connection of a quiet process (nor one that stops a test database from being dropped).
 IDLE_LINGER_S = 0.05
-# Queued writes per allowed batch row before `submit` waits (back-pressure), unless given.
-QUEUE_BATCHES = 4
+# Queued writes, in batches, before `submit` waits (back-pressure), unless given: one batch waits
+# while one commits. A deeper queue adds nothing to the rate (the writer is what limits it), only
+# delay between a write and its commit, and to what a crash loses.
+QUEUE_BATCHES = 1
 
 
 @dataclass(slots=True)
