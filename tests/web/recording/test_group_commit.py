@@ -17,7 +17,6 @@ from django.db import connection
 from django.utils import timezone
 
 from dag.conf import conf
-from dag.live import broadcast
 from dag.models import Node, Session
 from dag.recording import write_path
 from dag.recording.recorder import DjangoRecorder
@@ -34,18 +33,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parents[3]
 # A window no test outlasts: a batch then commits only when a flush (or a full batch) asks for it.
 FOREVER_MS = 600_000
-
-
-@pytest.fixture
-def published():
-    received = []
-
-    def listener(session_id, messages):
-        received.extend((session_id, message) for message in messages)
-
-    broadcast.subscribe(listener)
-    yield received
-    broadcast.unsubscribe(listener)
 
 
 @agentic_function(register_globally=False)
