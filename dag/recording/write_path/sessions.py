@@ -127,7 +127,9 @@ def finish_session(session_id, status: str, *, result: Any = None, error: str = 
                 tx.discard()
     except WriteRefused:
         return False
-    if won:
+    finally:
+        # Ended, by this call or before it (or held by another worker: this run's last write): the
+        # writer keeps nothing more of it, a refusal it recorded included.
         session_ended(session_id)
     return won
 
