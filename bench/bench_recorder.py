@@ -1,199 +1,298 @@
-"""Recorded calls per second through DjangoRecorder (entry + exit + broadcast hand-off), per database.
+"""Recorded calls per second, per database, beside the floor measured in the same run.
 
-Target (issue 5): at least 2,000 recorded calls/s on SQLite (the best-known peer: ~22 ms per call).
-Also printed: the same rows written with raw `sqlite3` (one transaction for the insert, one for the
-backfill, as the recorder does), without and with the session's revision counter, and the ratios;
-the same calls from 8 threads into one session (writers queue on its row lock); and what rendering
-the context for one more model call costs after 5,000 recorded calls. Rates per CPU-second and the
-load average are printed too: on a shared machine the wall-clock figures move with the load.
+For SQLite (WAL, synchronous=NORMAL) and PostgreSQL, each in a fresh child process on a throwaway
+database (a temporary file; a temporary PostgreSQL database if one answers at BENCH_PG_URL, default
+postgres://postgres@127.0.0.1:5432/postgres):
 
-Each database is measured in a fresh child process (Django settings are read once per process) against
-a throwaway database: a temporary SQLite file, and a temporary PostgreSQL database if one is reachable
-at BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres).
+- through the write path: `DjangoRecorder` under a lease, as a run records, one session (and 8 sessions
+  on 8 threads at once), from the first call until every node is durable (a flush);
+- through the running app: a Daphne server (in-process executor, in-memory channel layer) runs
+  `slow_count` with `delay_s=0` (one node per count) launched through the API, from the launch request
+  to the session's terminal status as a websocket client sees it; that client also measures each
+  node's delay from its write (its `finished_at`, stamped just before the write is queued, so the
+  figure overstates commit-to-arrival by up to one batch window) to its arrival (median, p95);
+- the floor: the same rows (one finished node per call) written by the raw driver (`sqlite3`,
+  `psycopg`: executemany, one transaction per 500 rows) and by Django's `bulk_create` (batches of 500).
+
+Targets (issue 13): at least 5,000 calls/s through the app on each database, at least 0.5 of the floor,
+websocket p95 under 100 ms. Also printed: the cost of one more model call's context after 5,000 calls.
+On a shared machine the figures move with the load; the load average is printed with them.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
-import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.request
 import uuid
+from datetime import datetime
+from pathlib import Path
+from urllib.parse import urlsplit
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CALLS = {"sqlite": 3000, "postgresql": 1000}
-WARMUP = 100
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+CALLS = 10_000  # slow_count's largest n, so the app and the write path record the same number
+SESSIONS = 8
 ROUNDS = 3
-THREADS = 8
+FLOOR_BATCH = 500
 RENDER_NODES = 5000
 PG_ADMIN_URL = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+TERMINAL = ("completed", "error", "cancelled", "interrupted")
+DOC = "A leaf call: what a tool call inside a run looks like."
 
 
-def _figures(calls: int, timings: list[tuple[float, float]]) -> dict:
-    """Best of the rounds' (wall, process CPU) seconds as rates; CPU time leaves out the time this
-    process waited for a CPU, so on a busy shared machine it shows what an idle one would do."""
-    wall = min(t[0] for t in timings)
-    cpu = min(t[1] for t in timings)
-    return {"calls_per_s": calls / wall, "ms_per_call": wall * 1000 / calls, "calls_per_cpu_s": calls / cpu}
+def best_rate(calls: int, timings: list[float]) -> float:
+    return calls / min(timings)
 
 
-class _Clock:
-    def __enter__(self):
-        self.wall, self.cpu = time.perf_counter(), time.process_time()
-        return self
+# --- the child: one database, Django set up for it ----------------------------------------------
 
-    def __exit__(self, *exc):
-        self.elapsed = (time.perf_counter() - self.wall, time.process_time() - self.cpu)
-
-
-# --- the child: one database, Django set up for it ---------------------------------------------
-
-def measure(database_url: str, calls: int) -> dict:
-    os.environ["DATABASE_URL"] = database_url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "openprogram_web.settings")
-    sys.path.insert(0, ROOT)
+def measure(database_url: str, var_dir: str) -> dict:
+    os.environ.update({"DATABASE_URL": database_url, "OPENPROGRAM_VAR_DIR": var_dir, "LOG_LEVEL": "WARNING",
+                       "DJANGO_SETTINGS_MODULE": "openprogram_web.settings"})
+    os.environ.pop("REDIS_URL", None)
     import django
     django.setup()
+    from django.contrib.auth import get_user_model
     from django.core.management import call_command
+    from knox.models import AuthToken
+
+    call_command("migrate", verbosity=0)
+    owner = get_user_model().objects.create_user(f"bench-{uuid.uuid4().hex[:8]}", password="bench-password-1")
+    figures = {"write_path": write_path_rate(owner, CALLS, 1),
+               "write_path_sessions": write_path_rate(owner, CALLS, SESSIONS),
+               "raw": raw_driver_rate(owner, CALLS), "bulk_create": bulk_create_rate(owner, CALLS),
+               "render_ms": render_ms(owner)}
+    figures["app"] = through_app(database_url, var_dir, owner, AuthToken.objects.create(user=owner)[1])
+    return figures
+
+
+def write_path_rate(owner, calls: int, sessions: int) -> float:
+    """Recorded calls/s through DjangoRecorder (a lease, the group writer), until all are durable."""
     from django.db import connections
 
-    from dag.live import broadcast
     from dag.models import Node
     from dag.recording import write_path
     from dag.recording.recorder import DjangoRecorder
-    from django.contrib.auth import get_user_model
     from runtime import agentic_function, use_recorder
-    from runtime.context import current_frame, current_recorder
-
-    call_command("migrate", verbosity=0)
-    owner = get_user_model().objects.create(username=f"bench-{uuid.uuid4().hex[:8]}")
-    handed_off = []
-    # The recorded calls' hand-offs (a claim's session message is not one of them).
-    broadcast.subscribe(lambda session_id, messages: messages[0]["type"] == "node"
-                        and handed_off.append(len(messages)))
 
     @agentic_function(register_globally=False)
     def leaf(i: int, note: str = "a short argument") -> dict:
         """A leaf call: what a tool call inside a run looks like."""
         return {"i": i, "ok": True}
 
-    def record(recorder, count: int) -> None:
+    def record(session, count: int) -> None:
+        recorder = DjangoRecorder(session, lease=session.worker)
         try:
             with use_recorder(recorder):
                 for i in range(count):
                     leaf(i)
         finally:
-            connections.close_all()  # this thread's connection (a no-op for the main thread's reuse)
+            recorder.close()  # waits until the run's writes are committed
+            connections.close_all()
 
-    def run(count: int, threads: int = 1) -> tuple[float, float]:
-        # Claimed under a lease, as a run is: every write goes through the lease fence.
-        session = write_path.queue_session(owner, function="bench")
-        write_path.claim_session(session.pk, worker="bench:1")
-        recorder = DjangoRecorder(session, lease="bench:1")
-        with _Clock() as clock:
-            if threads == 1:
-                with use_recorder(recorder):
-                    for i in range(count):
-                        leaf(i)
+    def one_round() -> float:
+        runs = [write_path.claim_session(write_path.queue_session(owner, function="bench").pk,
+                                         worker=f"bench:{index}") for index in range(sessions)]
+        threads = [threading.Thread(target=record, args=(session, calls // sessions)) for session in runs]
+        started = time.perf_counter()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        elapsed = time.perf_counter() - started
+        assert Node.objects.filter(session__in=runs, status="completed").count() == calls
+        for session in runs:
+            write_path.finish_session(session.pk, "completed", lease=session.worker)
+        return elapsed
+
+    one_round()  # warm-up
+    return best_rate(calls, [one_round() for _ in range(ROUNDS)])
+
+
+def _row(session_id, seq: int, now) -> dict:
+    return {"session_id": session_id, "seq": seq, "kind": "code", "name": "leaf", "status": "completed",
+            "input": {"i": seq, "note": "a short argument"}, "output": {"i": seq, "ok": True}, "depth": 1,
+            "name_depth": 1, "expose": "io", "doc": DOC, "model": "", "error": "", "refusal": "",
+            "started_at": now, "finished_at": now, "rev": seq + 1}
+
+
+def raw_driver_rate(owner, calls: int) -> float:
+    """The same rows through the database driver alone: executemany, one transaction per FLOOR_BATCH."""
+    from django.db import connection
+    from django.utils import timezone
+
+    from dag.recording import write_path
+
+    columns = list(_row(None, 0, None))
+    vendor = connection.vendor
+    mark = "?" if vendor == "sqlite" else "%s"
+    sql = f"INSERT INTO dag_node ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})"
+    settings = connection.settings_dict
+    if vendor == "sqlite":
+        import sqlite3
+        db = sqlite3.connect(settings["NAME"], isolation_level=None)
+        db.execute("PRAGMA synchronous=NORMAL")
+        begin, key = "BEGIN IMMEDIATE", lambda pk: pk.hex
+    else:
+        import psycopg
+        db = psycopg.connect(dbname=settings["NAME"], user=settings["USER"], host=settings["HOST"] or "127.0.0.1",
+                             port=settings["PORT"] or 5432, password=settings["PASSWORD"] or None, autocommit=True)
+        begin, key = "BEGIN", lambda pk: pk
+
+    copy = f"COPY dag_node ({', '.join(columns)}) FROM STDIN"
+
+    def one_round(by_copy: bool) -> float:
+        session = write_path.queue_session(owner, function="bench-raw")
+        now = connection.ops.adapt_datetimefield_value(timezone.now())  # as the driver takes it
+        rows = [[json.dumps(value) if name in ("input", "output") else value
+                 for name, value in _row(key(session.pk), seq, now).items()] for seq in range(calls)]
+        started = time.perf_counter()
+        cursor = db.cursor()
+        for start in range(0, calls, FLOOR_BATCH):
+            cursor.execute(begin)
+            if by_copy:
+                with cursor.copy(copy) as stream:
+                    for row in rows[start:start + FLOOR_BATCH]:
+                        stream.write_row(row)
             else:
-                workers = [threading.Thread(target=record, args=(recorder, count // threads))
-                           for _ in range(threads)]
-                for worker in workers:
-                    worker.start()
-                for worker in workers:
-                    worker.join()
-        assert Node.objects.filter(session=session, status="completed").count() == count
-        return clock.elapsed
+                cursor.executemany(sql, rows[start:start + FLOOR_BATCH])
+            cursor.execute("COMMIT")
+        return time.perf_counter() - started
+
+    # PostgreSQL's fastest driver path is COPY (what the write path uses there); SQLite's executemany.
+    ways = {"executemany": False, **({"COPY": True} if vendor == "postgresql" else {})}
+    rates = {}
+    for name, by_copy in ways.items():
+        one_round(by_copy)
+        rates[name] = best_rate(calls, [one_round(by_copy) for _ in range(ROUNDS)])
+    db.close()
+    return rates
+
+
+def bulk_create_rate(owner, calls: int) -> float:
+    from django.db import transaction
+    from django.utils import timezone
+
+    from dag.models import Node
+    from dag.recording import write_path
+
+    def one_round() -> float:
+        session = write_path.queue_session(owner, function="bench-bulk")
+        now = timezone.now()
+        started = time.perf_counter()
+        for start in range(0, calls, FLOOR_BATCH):
+            batch = [Node(**_row(session.pk, seq, now)) for seq in range(start, min(start + FLOOR_BATCH, calls))]
+            with transaction.atomic():
+                Node.objects.bulk_create(batch)
+        return time.perf_counter() - started
+
+    one_round()
+    return best_rate(calls, [one_round() for _ in range(ROUNDS)])
+
+
+def render_ms(owner) -> float:
+    """What choosing one more model call's context costs after RENDER_NODES recorded calls."""
+    from dag.recording import write_path
+    from dag.recording.recorder import DjangoRecorder
+    from runtime import agentic_function, use_recorder
+    from runtime.context import current_frame, current_recorder
+
+    @agentic_function(register_globally=False)
+    def leaf(i: int) -> int:
+        return i
 
     @agentic_function(register_globally=False)
     def long_run(count: int) -> float:
-        """Many calls, then the context one more model call would be shown."""
         for i in range(count):
             leaf(i)
         recorder, frame = current_recorder(), current_frame()
-        with _Clock() as clock:
-            recorder.render_context(frame)
-        return clock.elapsed[0]
+        recorder.flush()
+        started = time.perf_counter()
+        recorder.render_context(frame)
+        return time.perf_counter() - started
 
-    run(WARMUP)
-    figures = _figures(calls, [run(calls) for _ in range(ROUNDS)])
-    assert len(handed_off) == (WARMUP + ROUNDS * calls) * 2, "every entry and exit is handed off"
-    # The same calls from 8 threads into one session: writers queue on the session's row lock.
-    figures["threads"] = _figures(calls, [run(calls, THREADS) for _ in range(ROUNDS)])
-    with use_recorder(DjangoRecorder(write_path.queue_session(owner, function="bench-context"))):
-        figures["render_ms"] = long_run(RENDER_NODES) * 1000
-    return figures
+    recorder = DjangoRecorder(write_path.queue_session(owner, function="bench-context"))
+    with use_recorder(recorder):
+        seconds = long_run(RENDER_NODES)
+    recorder.close()
+    return seconds * 1000
 
 
-# --- raw sqlite3: the same rows without Django -------------------------------------------------
+# --- through the running app --------------------------------------------------------------------
 
-_INSERT = ("INSERT INTO dag_node (session_id, seq, parent_id, kind, name, input, output, status, depth, "
-           "name_depth, expose, render_range, doc, model, usage, error, refusal, started_at, finished_at, rev) "
-           "VALUES (?, ?, NULL, 'code', 'leaf', ?, NULL, 'running', 1, 1, 'io', NULL, ?, '', NULL, '', '', ?, "
-           "NULL, ?) RETURNING id")
-_BACKFILL = ("UPDATE dag_node SET status = 'completed', output = ?, error = '', finished_at = ?, rev = ? "
-             "WHERE id = ? AND status = 'running'")
-_ADVANCE = ("UPDATE dag_session SET rev = rev + 1, node_count = node_count + ? WHERE id = ? "
-            "RETURNING rev, node_count")
+def through_app(database_url: str, var_dir: str, owner, token: str) -> dict:
+    from tests.e2e.support import DaphneServer, session_cookie
 
-
-def raw_sqlite(path: str, calls: int, *, with_counter: bool) -> dict:
-    """Insert and backfill `calls` node rows into the migrated table with plain sqlite3.
-
-    One transaction for the insert and one for the backfill, like the recorder. `with_counter` adds
-    the session's revision counter to each (the recorder's protocol); without it, just the rows.
-    """
-    db = sqlite3.connect(path, isolation_level=None)
-    db.execute("PRAGMA synchronous=NORMAL")
-    db.execute("PRAGMA foreign_keys=ON")  # as Django's connections have it
-    session_id = uuid.uuid4().hex
-    owner = db.execute("SELECT id FROM auth_user LIMIT 1").fetchone()[0]
-    db.execute("INSERT INTO dag_session (id, owner_id, function, args, status, error, cancel_requested, "
-               "model, rev, node_count, created_at, worker) VALUES (?, ?, 'raw', '{}', 'running', '', 0, '', 0, 0, "
-               "datetime('now'), '')", (session_id, owner))
-    timings, position = [], (-1, 0)
-    for _ in range(ROUNDS):
-        with _Clock() as clock:
-            position = _raw_calls(db, calls, session_id, with_counter, *position)
-        timings.append(clock.elapsed)
-    db.close()
-    return _figures(calls, timings)
-
-
-def _raw_calls(db, calls: int, session_id: str, with_counter: bool, seq: int, rev: int) -> tuple[int, int]:
-    """`calls` entries and exits; returns the last (seq, rev) so the next round continues from it."""
-    doc = "A leaf call: what a tool call inside a run looks like."
-    for i in range(calls):
-        now = time.strftime("%Y-%m-%d %H:%M:%S")
-        db.execute("BEGIN IMMEDIATE")
-        if with_counter:
-            rev, count = db.execute(_ADVANCE, (1, session_id)).fetchone()
-            seq = count - 1
-        else:
-            seq, rev = seq + 1, rev + 1
-        node_id = db.execute(_INSERT, (session_id, seq, json.dumps({"i": i, "note": "a short argument"}),
-                                       doc, now, rev)).fetchone()[0]
-        db.execute("COMMIT")
-        db.execute("BEGIN IMMEDIATE")
-        if with_counter:
-            rev, _ = db.execute(_ADVANCE, (0, session_id)).fetchone()
-        else:
-            rev += 1
-        db.execute(_BACKFILL, (json.dumps({"i": i, "ok": True}), now, rev, node_id))
-        db.execute("COMMIT")
-    return seq, rev
-
-
-# --- the parent: orchestrates children and prints ----------------------------------------------
-
-def run_child(database_url: str, calls: int, var_dir: str) -> dict:
-    env = {**os.environ, "DATABASE_URL": database_url, "OPENPROGRAM_VAR_DIR": var_dir, "LOG_LEVEL": "WARNING"}
+    env = {**os.environ, "DATABASE_URL": database_url, "OPENPROGRAM_VAR_DIR": var_dir,
+           "OPENPROGRAM_FUNCTION_MODULES": "examples.functions", "LOG_LEVEL": "INFO",  # daphne says its port at INFO
+           "OPENPROGRAM_MAX_ACTIVE_RUNS_PER_USER": "0"}  # the figures' sessions above count as the owner's
     env.pop("REDIS_URL", None)
-    out = subprocess.run([sys.executable, __file__, "--measure", database_url, str(calls)], env=env,
-                         cwd=ROOT, capture_output=True, text=True)
+    server = DaphneServer(env, Path(var_dir) / f"daphne-{uuid.uuid4().hex[:6]}.log")
+    cookie = session_cookie(owner)["value"]
+    try:
+        asyncio.run(run_and_watch(server.url, token, cookie, 200))  # warm-up: imports, the pool, connections
+        return asyncio.run(run_and_watch(server.url, token, cookie, CALLS))
+    finally:
+        server.stop()
+
+
+def _launch(server_url: str, token: str, n: int) -> str:
+    body = json.dumps({"function": "slow_count", "args": {"n": n, "delay_s": 0}}).encode()
+    request = urllib.request.Request(f"{server_url}/api/sessions/", data=body, method="POST", headers={
+        "Authorization": f"Token {token}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.load(response)["id"]
+
+
+def _stamp(node: dict) -> float:
+    moment = node["started_at"] if node["status"] == "running" else node["finished_at"]
+    return datetime.fromisoformat(moment).timestamp()
+
+
+async def run_and_watch(server_url: str, token: str, cookie: str, n: int) -> dict:
+    """Launch slow_count(n, delay_s=0); calls/s from the launch to its terminal status, and the
+    write-to-websocket delay of each node change that arrived live."""
+    from bench._ws_client import WebSocket
+
+    launched = time.time()
+    session_id = await asyncio.to_thread(_launch, server_url, token, n)
+    socket_ = await WebSocket.connect(f"ws://{urlsplit(server_url).netloc}/ws/sessions/{session_id}/",
+                                      cookie=f"sessionid={cookie}")
+    latencies, status, ended = [], None, None
+    try:
+        while ended is None:
+            message = json.loads(await socket_.recv())
+            arrived = time.time()
+            if message["type"] in ("snapshot", "snapshot_more", "heartbeat"):
+                session = message.get("session") or {}
+                if session.get("status") in TERMINAL:
+                    status, ended = session["status"], arrived
+                continue
+            for item in message["items"] if message["type"] == "batch" else [message]:
+                if item["type"] == "node" and item["node"]["name"] == "count_step":
+                    latencies.append((arrived - _stamp(item["node"])) * 1000)
+                elif item["type"] == "session" and item["session"]["status"] in TERMINAL:
+                    status, ended = item["session"]["status"], arrived
+    finally:
+        await socket_.close()
+    latencies.sort()
+    return {"calls_per_s": n / (ended - launched), "status": status, "live": len(latencies),
+            "median_ms": statistics.median(latencies) if latencies else float("nan"),
+            "p95_ms": latencies[max(int(len(latencies) * 0.95) - 1, 0)] if latencies else float("nan")}
+
+
+# --- the parent: orchestrates children and prints -----------------------------------------------
+
+def run_child(database_url: str, var_dir: str) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--measure", database_url, var_dir], cwd=ROOT,
+                         capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"measuring {database_url} failed:\n{out.stderr}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -208,54 +307,47 @@ def _pg_admin():
         return None
 
 
+def report(name: str, figures: dict) -> None:
+    floor = max(*figures["raw"].values(), figures["bulk_create"])
+    app = figures["app"]
+    print(f"\n{name}")
+    rows = [*((f"floor: raw driver, the same rows, {way} per {FLOOR_BATCH}", rate)
+              for way, rate in figures["raw"].items()),
+            (f"floor: Django bulk_create, batches of {FLOOR_BATCH}", figures["bulk_create"]),
+            ("write path: DjangoRecorder, one session", figures["write_path"]),
+            (f"write path: DjangoRecorder, {SESSIONS} sessions on {SESSIONS} threads", figures["write_path_sessions"]),
+            (f"running app: slow_count n={CALLS:,} delay_s=0, launch to {app['status']}", app["calls_per_s"])]
+    for label, rate in rows:
+        print(f"  {label:66} {rate:9,.0f} calls/s  {rate / floor:5.2f} of the floor")
+    print(f"  write -> websocket at that rate ({app['live']:,} live node changes): median {app['median_ms']:.1f} ms, "
+          f"p95 {app['p95_ms']:.1f} ms")
+    print(f"  context for a model call after {RENDER_NODES:,} recorded calls: {figures['render_ms']:.0f} ms")
+    met = app["calls_per_s"] >= 5000 and app["calls_per_s"] >= 0.5 * floor and app["p95_ms"] < 100
+    print(f"  targets (app >= 5,000 calls/s, >= 0.5 of the floor, p95 < 100 ms): {'met' if met else 'NOT met'}")
+
+
 def main() -> None:
-    rows, render_ms = [], {}
-    with tempfile.TemporaryDirectory() as var_dir:
-        path = os.path.join(var_dir, "bench.sqlite3")
-        django_sqlite = run_child(f"sqlite:///{path}", CALLS["sqlite"], var_dir)
-        rows.append(("DjangoRecorder, SQLite (WAL, synchronous=NORMAL)", django_sqlite))
-        rows.append((f"  the same calls from {THREADS} threads, one session", django_sqlite["threads"]))
-        render_ms["SQLite"] = django_sqlite["render_ms"]
-        raw = raw_sqlite(path, CALLS["sqlite"], with_counter=False)
-        rows.append(("raw sqlite3: the same rows (insert + backfill)", raw))
-        raw_counter = raw_sqlite(path, CALLS["sqlite"], with_counter=True)
-        rows.append(("raw sqlite3: the same rows + revision counter", raw_counter))
+    from dag.conf import DEFAULTS
+    batch_ms = os.environ.get("OPENPROGRAM_WRITE_BATCH_MS") or DEFAULTS["WRITE_BATCH_MS"]
+    batch_rows = os.environ.get("OPENPROGRAM_WRITE_BATCH_ROWS") or DEFAULTS["WRITE_BATCH_ROWS"]
+    print(f"bench_recorder: {CALLS:,} recorded calls per figure (best of {ROUNDS}, the app once); group commit "
+          f"every {batch_ms} ms or {batch_rows} rows; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    with tempfile.TemporaryDirectory(prefix="bench-recorder-") as var_dir:
+        report("SQLite (WAL, synchronous=NORMAL)", run_child(f"sqlite:///{var_dir}/bench.sqlite3", var_dir))
         admin = _pg_admin()
-        if admin is not None:
-            name = f"openprogram_bench_{os.getpid()}"
-            admin.execute(f'CREATE DATABASE "{name}"')
-            try:
-                url = f"{PG_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
-                django_pg = run_child(url, CALLS["postgresql"], var_dir)
-                rows.append(("DjangoRecorder, PostgreSQL", django_pg))
-                render_ms["PostgreSQL"] = django_pg["render_ms"]
-                rows.append((f"  the same calls from {THREADS} threads, one session (PostgreSQL)",
-                             django_pg["threads"]))
-                # A deployment choice, not the default: commits stop waiting for the WAL flush.
-                rows.append(("DjangoRecorder, PostgreSQL, synchronous_commit=off",
-                             run_child(f"{url}?options=-c%20synchronous_commit%3Doff", CALLS["postgresql"],
-                                       var_dir)))
-            finally:
-                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-                admin.close()
-    print(f"{'recorded calls (entry + exit + hand-off)':64} {'calls/s':>10} {'ms/call':>9} {'calls/CPU-s':>12}")
-    for label, figures in rows:
-        # PostgreSQL does its work in the server's processes, so this process's CPU time says little.
-        per_cpu = "-" if "PostgreSQL" in label else f"{figures['calls_per_cpu_s']:,.0f}"
-        print(f"{label:64} {figures['calls_per_s']:10,.0f} {figures['ms_per_call']:9.3f} {per_cpu:>12}")
-    print(f"context for a model call after {RENDER_NODES:,} recorded calls: "
-          + ", ".join(f"{name} {ms:.0f} ms" for name, ms in render_ms.items()))
-    rate = django_sqlite["calls_per_s"]
-    print(f"ratio DjangoRecorder / raw sqlite3 (same rows): {rate / raw['calls_per_s']:.2f}; "
-          f"/ raw with the counter: {rate / raw_counter['calls_per_s']:.2f}")
-    print(f"target >= 2,000 calls/s on SQLite: {'met' if django_sqlite['calls_per_s'] >= 2000 else 'NOT met'}"
-          f" ({django_sqlite['calls_per_cpu_s']:,.0f} per CPU-second)"
-          f"; vs the peer's ~22 ms/call: {22 / django_sqlite['ms_per_call']:.0f}x faster"
-          f"; load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        if admin is None:
+            return
+        name = f"openprogram_bench_{os.getpid()}"
+        admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            report("PostgreSQL", run_child(f"{PG_ADMIN_URL.rsplit('/', 1)[0]}/{name}", var_dir))
+        finally:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            admin.close()
 
 
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "--measure":
-        print(json.dumps(measure(sys.argv[2], int(sys.argv[3]))))
+        print(json.dumps(measure(sys.argv[2], sys.argv[3])))
     else:
         main()

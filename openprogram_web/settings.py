@@ -274,6 +274,8 @@ OPENPROGRAM_STOP_POLL_S = os.environ.get("OPENPROGRAM_STOP_POLL_S")
 OPENPROGRAM_CANCEL_DEADLINE_S = os.environ.get("OPENPROGRAM_CANCEL_DEADLINE_S")
 OPENPROGRAM_LEASE_S = os.environ.get("OPENPROGRAM_LEASE_S")
 OPENPROGRAM_HEARTBEAT_S = os.environ.get("OPENPROGRAM_HEARTBEAT_S")
+OPENPROGRAM_WRITE_BATCH_MS = os.environ.get("OPENPROGRAM_WRITE_BATCH_MS")
+OPENPROGRAM_WRITE_BATCH_ROWS = os.environ.get("OPENPROGRAM_WRITE_BATCH_ROWS")
 
 # --- the rest ---------------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"

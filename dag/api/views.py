@@ -16,6 +16,7 @@ from rest_framework.response import Response
 
 from ..conf import conf
 from ..models import Session
+from ..recording import write_path
 from ..recording.export import export_filename, export_session
 from ..runs import catalog, lifecycle
 from ..runs.launch import LaunchLimited, LaunchRejected, launch
@@ -117,6 +118,11 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
 
     def get_queryset(self):
         return Session.objects.filter(owner=self.request.user).order_by("-created_at")
+
+    def get_object(self):
+        # Read-your-writes: node writes of a run in this process still queued for their batch commit first.
+        write_path.flush_session(self.kwargs.get(self.lookup_url_kwarg or self.lookup_field))
+        return super().get_object()
 
     @extend_schema(request=LaunchSerializer, responses={201: SessionSerializer, 400: LaunchErrorSerializer,
                                                         429: LaunchLimitedSerializer},

@@ -1,8 +1,10 @@
 """`DjangoRecorder`: the runtime's recorder seam implemented on the ORM, one session per recorder.
 
-Install it around a run with `runtime.use_recorder(DjangoRecorder(session))`. Every event is one short
-transaction through `dag.recording.write_path` (entry: advance the counter + INSERT; exit: advance +
-UPDATE), and the recorder keeps the nodes it opened in memory so a backfill needs no read.
+Install it around a run with `runtime.use_recorder(DjangoRecorder(session))`. Entries and exits queue
+their node writes through `dag.recording.write_path.RunWrites` and return at once: the process's
+group-commit writer commits them in batches. Before a model call's context is chosen, the run's writes
+are flushed, so the context shows every call made before it. The recorder keeps the nodes it opened
+in memory so a backfill needs no read.
 
 Async agentic functions call the recorder from inside an event loop, where the ORM refuses to run;
 `dag.recording.loop_offload` moves those writes to a private thread. `close()` ends that thread (it also ends
@@ -67,12 +69,21 @@ class DjangoRecorder(Recorder):
         self.lease = lease
         # Nodes this recorder opened and has not closed yet, by id: their state for the backfill.
         self._open: dict[int, Node] = {}
+        self._writes = write_path.RunWrites(self.session_id, lease)
         self._offload = LoopOffload()
         self._off_loop = self._offload.run
 
     def close(self) -> None:
-        """Release the thread (and database connection) used for writes from event loops, if any."""
-        self._offload.close()
+        """Wait for the run's queued writes, then release the thread (and database connection) used for
+        writes from event loops, if any."""
+        try:
+            self._off_loop(self._writes.flush, raise_failure=False)
+        finally:
+            self._offload.close()
+
+    def flush(self) -> None:
+        """Wait until every write of this recorder has committed; raises a refused or failed one."""
+        self._off_loop(self._writes.flush)
 
     # -- code nodes ------------------------------------------------------------------------------
 
@@ -86,7 +97,7 @@ class DjangoRecorder(Recorder):
         node = self._open.pop(frame.node, None)
         if node is None:
             return
-        self._off_loop(write_path.finish_node, node, lease=self.lease, status=status, output=json_safe(output),
+        self._off_loop(self._writes.finish, node, status=status, output=json_safe(output),
                        error=error_text(error))
 
     def function_refused(self, frame: Frame, error: BaseException) -> None:
@@ -99,8 +110,8 @@ class DjangoRecorder(Recorder):
     def _create(self, frame: Frame, status: str, error: str, started: datetime,
                 finished: Optional[datetime], refusal: str = "") -> Node:
         parent = recorded_ancestor(frame.parent)
-        return write_path.create_node(
-            self.session_id, lease=self.lease, kind=Node.Kind.CODE, name=frame.name, status=status,
+        return self._writes.create(
+            kind=Node.Kind.CODE, name=frame.name, status=status,
             parent_id=parent.node if parent is not None else None,
             input=recorded_arguments(frame), output=None, doc=frame.doc, depth=frame.depth,
             name_depth=frame.name_depth, expose=frame.expose, render_range=frame.render_range,
@@ -114,8 +125,7 @@ class DjangoRecorder(Recorder):
         owner = recorded_ancestor(frame)
         model = request.get("model") or ""
         node = self._off_loop(
-            write_path.create_node, self.session_id, lease=self.lease,
-            kind=Node.Kind.LLM, name="llm", status=Node.Status.RUNNING,
+            self._writes.create, kind=Node.Kind.LLM, name="llm", status=Node.Status.RUNNING,
             parent_id=owner.node if owner is not None else None,
             input=json_safe({key: request.get(key) for key in ("system", "messages", "tools", "model")}),
             depth=owner.depth if owner is not None else 0,
@@ -133,7 +143,7 @@ class DjangoRecorder(Recorder):
         output = None
         if reply is not None:
             output = json_safe({"text": reply.get("text"), "tool_calls": reply.get("tool_calls") or []})
-        self._off_loop(write_path.finish_node, node, lease=self.lease, status=status, output=output,
+        self._off_loop(self._writes.finish, node, status=status, output=output,
                        usage=json_safe(usage) if usage is not None else None, error=error_text(error))
 
     # -- the session -----------------------------------------------------------------------------
@@ -149,6 +159,7 @@ class DjangoRecorder(Recorder):
         viewer = recorded_ancestor(frame)
         if viewer is None:
             return None
+        self.flush()  # read-your-writes: the context shows every call made before this model call
         node = self._open.get(viewer.node)
         seq = node.seq if node is not None else None
         return self._off_loop(render_frame_context, self.session_id, viewer.node, seq,

@@ -25,10 +25,14 @@ def new_session(function: str = "entry", username: str | None = None, **fields) 
 
 @contextlib.contextmanager
 def recording(session: Session):
-    """Record every call made in the block into `session`; yields the recorder."""
+    """Record every call made in the block into `session`; yields the recorder. Its writes are committed
+    when the block ends, as a run's are before its session ends."""
     recorder = DjangoRecorder(session)
-    with use_recorder(recorder):
-        yield recorder
+    try:
+        with use_recorder(recorder):
+            yield recorder
+    finally:
+        recorder.close()
 
 
 def model_call(prompt: str, reply: str = "", tool_calls=(), *, status: str = "completed", error=None,

@@ -9,7 +9,9 @@ sees, so it neither advances nor publishes); creating a session (launch, import)
 nothing, since no one can be watching it yet:
 
 - launch: `queue_session`;
-- recording: `create_node`, `finish_node` (the recorder's hot path, through prepared SQL in `sql`);
+- recording: `RunWrites` (a run's node writes, queued for the process's group-commit writer in
+  `group_commit`, committed in batches) and `flush_session`; `create_node`, `finish_node` (one
+  transaction each, through prepared SQL in `sql`: what `RunWrites` does inside an enclosing transaction);
 - a run's status: `claim_session` (with the run's lease), `set_session_status`, `finish_session` (status
   and open nodes at once);
 - leases: `renew_leases` (the heartbeat: one UPDATE, no revision), `end_expired_lease` (the reaper);
@@ -20,14 +22,17 @@ nothing, since no one can be watching it yet:
 A run's writes pass `lease=` (its worker id): `advance` refuses them with `WriteRefused` (a runtime
 `CancelledError`) once the session has ended or another worker holds it.
 """
+from .group_commit import flush_session
 from .imports import insert_imported_session
 from .leases import end_expired_lease, renew_leases
 from .nodes import close_open_nodes, create_node, finish_node
 from .revision import WriteRefused, node_message, session_message
+from .run_writes import RunWrites
 from .sessions import (NODE_STATUS_AT_END, STOPPED_BEFORE_START, claim_session, delete_sessions, finish_session,
                        queue_session, record_stop_request, set_session_status, update_session)
 
-__all__ = ["NODE_STATUS_AT_END", "STOPPED_BEFORE_START", "WriteRefused", "claim_session", "close_open_nodes",
-           "create_node", "delete_sessions", "end_expired_lease", "finish_node", "finish_session",
+__all__ = ["NODE_STATUS_AT_END", "RunWrites", "STOPPED_BEFORE_START", "WriteRefused", "claim_session",
+           "close_open_nodes", "create_node", "delete_sessions", "end_expired_lease", "finish_node",
+           "finish_session", "flush_session",
            "insert_imported_session", "node_message", "queue_session", "record_stop_request", "renew_leases",
            "session_message", "set_session_status", "update_session"]

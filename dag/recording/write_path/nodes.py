@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from ...models import Node
 from . import sql
+from .group_commit import flush_session
 from .revision import advance, node_message, publish_after_commit
 from .write_transaction import WriteTransaction
 
@@ -49,7 +50,10 @@ def finish_node(node: Node, *, lease: Optional[str] = None, **fields: Any) -> bo
 
 
 def close_open_nodes(session_id, status: str = Node.Status.INTERRUPTED, error: str = "") -> int:
-    """End every node of the session still `running` with `status`; return how many were closed."""
+    """End every node of the session still `running` with `status`; return how many were closed.
+
+    The session's queued node writes commit first, so a node created just before is closed too."""
+    flush_session(session_id)
     with WriteTransaction(lean=False) as tx:  # the ORM works inside it too
         return close_open_nodes_in(tx, session_id, status, error)
 

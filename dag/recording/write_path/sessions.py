@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from ...models import Node, Session
 from ..values import clean_text, json_safe
+from .group_commit import flush_session, session_ended
 from .nodes import close_open_nodes_in
 from .revision import WriteRefused, advance, publish_after_commit, session_message
 from .write_transaction import WriteTransaction
@@ -56,7 +57,9 @@ def update_session(session_id, *, unless_terminal: bool = False, lease: Optional
 
     With `unless_terminal`, a session that has already ended is left alone (None is returned). With
     `lease` (a run's worker id), the write is fenced: WriteRefused once the run no longer holds it.
+    The session's queued node writes commit first, so revisions follow the order of the calls.
     """
+    flush_session(session_id)
     with WriteTransaction(lean=False) as tx:
         if lease is not None:
             advance(tx, session_id, revs=0, lease=lease)
@@ -112,7 +115,11 @@ def finish_session(session_id, status: str, *, result: Any = None, error: str = 
     Compare-and-set: it wins (True) only if the session had not ended yet; otherwise nothing changes
     (False), and only the winner closes nodes. With `lease` (the run finishing itself), it also loses
     when another worker holds the session.
+
+    The session's queued node writes commit first: a terminal status is written only once every node
+    the run wrote before it is durable (and no later write of a fenced run can land after it).
     """
+    flush_session(session_id)
     try:
         with WriteTransaction(lean=False) as tx:
             won = finish_session_in(tx, session_id, status, result=result, error=error, lease=lease)
@@ -120,6 +127,10 @@ def finish_session(session_id, status: str, *, result: Any = None, error: str = 
                 tx.discard()
     except WriteRefused:
         return False
+    finally:
+        # Ended, by this call or before it (or held by another worker: this run's last write): the
+        # writer keeps nothing more of it, a refusal it recorded included.
+        session_ended(session_id)
     return won
 
 

@@ -156,3 +156,82 @@ def update_running_node(tx: WriteTransaction, pk: int, values: dict) -> bool:
     sql, preparers = _update_sql(connection.vendor, tuple(values))
     params = _prepare(values.values(), preparers, connection)
     return tx.execute(sql, params + [pk, "running"]).rowcount > 0
+
+
+# --- group commit: batches of node rows whose ids were reserved up front ---------------------------
+
+@lru_cache(maxsize=8)
+def _insert_with_id_sql(vendor: str) -> str:
+    quote = _quote_name()
+    table = quote(Node._meta.db_table)
+    columns = ", ".join(quote(field.column) for field in (Node._meta.pk, *_NODE_FIELDS))
+    if vendor == "postgresql":
+        return f"COPY {table} ({columns}) FROM STDIN"
+    values = ", ".join(["%s"] * (len(_NODE_FIELDS) + 1))
+    return placeholders(f"INSERT INTO {table} ({columns}) VALUES ({values})", vendor)
+
+
+def insert_nodes(tx: WriteTransaction, nodes: list[Node]) -> None:
+    """INSERT the unsaved `nodes`, each with its id already set (reserved by `reserve_node_ids`).
+
+    PostgreSQL takes them by COPY: one statement for the whole batch, where an INSERT per row (even
+    pipelined) costs the server a parse and a plan each. SQLite's executemany stays in process.
+    """
+    connection = tx.connection
+    rows = [[node.pk, *_prepare([getattr(node, field.attname) for field in _NODE_FIELDS], _NODE_PREPARERS,
+                                connection)] for node in nodes]
+    if connection.vendor == "postgresql":
+        tx.copy(_insert_with_id_sql(connection.vendor), rows)
+    else:
+        tx.executemany(_insert_with_id_sql(connection.vendor), rows)
+    for node in nodes:
+        node._state.adding = False
+        node._state.db = connection.alias
+
+
+def update_nodes(tx: WriteTransaction, updates: list[tuple[int, dict]]) -> None:
+    """Set each (pk, values) on its node; the caller has checked, under the session lock, that they run."""
+    connection = tx.connection
+    by_fields: dict[tuple[str, ...], list] = {}
+    for pk, values in updates:
+        by_fields.setdefault(tuple(values), []).append((pk, values))
+    for names, rows in by_fields.items():
+        sql, preparers = _update_sql(connection.vendor, names)
+        tx.executemany(sql, [_prepare(values.values(), preparers, connection) + [pk, "running"]
+                             for pk, values in rows])
+
+
+def running_among(tx: WriteTransaction, pks: list[int]) -> set[int]:
+    """Which of the nodes `pks` are still running (read under the session's lock, so it stays true)."""
+    quote = _quote_name()
+    sql = (f"SELECT {quote(Node._meta.pk.column)} FROM {quote(Node._meta.db_table)} "
+           f"WHERE {quote(Node._meta.pk.column)} IN ({', '.join(['%s'] * len(pks))}) AND {quote('status')} = %s")
+    return {row[0] for row in tx.execute(placeholders(sql, tx.connection.vendor), [*pks, "running"]).fetchall()}
+
+
+@lru_cache(maxsize=8)
+def _reserve_sql(vendor: str) -> tuple[str, ...]:
+    quote = _quote_name()
+    table, pk = Node._meta.db_table, Node._meta.pk.column
+    if vendor == "postgresql":
+        # The identity column's sequence: nextval never rolls back and never hands a value out twice.
+        return (f"SELECT nextval(pg_get_serial_sequence('{table}', '{pk}')) FROM generate_series(1, %s)",)
+    # SQLite's AUTOINCREMENT keeps the largest id ever handed out in sqlite_sequence (a row that exists
+    # from the table's first insert on): raising it reserves the ids below, for every connection.
+    return (placeholders(f"INSERT INTO sqlite_sequence (name, seq) SELECT '{table}', "
+                         f"COALESCE((SELECT MAX({quote(pk)}) FROM {quote(table)}), 0) "
+                         f"WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = '{table}')", vendor),
+            placeholders(f"UPDATE sqlite_sequence SET seq = seq + %s WHERE name = '{table}' RETURNING seq", vendor))
+
+
+def reserve_node_ids(tx: WriteTransaction, count: int) -> list[int]:
+    """`count` node ids no other writer (thread or process) will ever be given, in increasing order.
+
+    One query on PostgreSQL (the table's sequence), one short write on SQLite (its sqlite_sequence row).
+    """
+    statements = _reserve_sql(tx.connection.vendor)
+    if tx.connection.vendor == "postgresql":
+        return sorted(row[0] for row in tx.execute(statements[0], [count]).fetchall())
+    tx.execute(statements[0])
+    last = tx.execute(statements[1], [count]).fetchone()[0]
+    return list(range(last - count + 1, last + 1))

@@ -60,6 +60,18 @@ class WriteTransaction:
             self.cursor.execute(sql, params)
         return self.cursor
 
+    def executemany(self, sql: str, params_seq) -> None:
+        """Run one statement once per parameter row (a batch of inserts or updates)."""
+        with self.connection.wrap_database_errors:
+            self.cursor.executemany(sql, params_seq)
+
+    def copy(self, sql: str, rows) -> None:
+        """PostgreSQL: stream `rows` into `COPY ... FROM STDIN` (psycopg adapts each value by its type)."""
+        with self.connection.wrap_database_errors:
+            with self.cursor.copy(sql) as copy:
+                for row in rows:
+                    copy.write_row(row)
+
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run `callback` once the transaction has committed (never if it rolls back)."""
         if self._own:

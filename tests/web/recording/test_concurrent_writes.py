@@ -77,24 +77,27 @@ def test_eight_threads_keep_seq_gap_free_and_revisions_unique_and_monotonic(publ
                 parent(index)
 
     _in_threads(work)
+    recorder.flush()  # the writes are committed in batches; the test reads what a run would have flushed
 
     total = THREADS * ROUNDS * (1 + CHILDREN)
     nodes = list(Node.objects.filter(session=session).order_by("seq"))
     assert [n.seq for n in nodes] == list(range(total))
     assert all(n.status == "completed" for n in nodes)
     session.refresh_from_db()
-    assert (session.node_count, session.rev) == (total, 2 * total)  # an entry and an exit per call
+    # An entry and an exit per call, or one change for a call that started and ended in one batch.
+    assert session.node_count == total and total <= session.rev <= 2 * total
 
     revs = [message["rev"] for _, message in published]
-    assert sorted(revs) == list(range(1, 2 * total + 1))  # every revision once, none skipped
+    assert sorted(revs) == list(range(1, session.rev + 1))  # every revision once, none skipped
     for thread in {ident for ident, _ in published}:
         mine = [message["rev"] for ident, message in published if ident == thread]
-        assert mine == sorted(mine), "a thread saw its own revisions go backwards"
+        assert mine == sorted(mine), "a listener saw revisions go backwards"
     created = {m["node"]["id"]: m["rev"] for _, m in published if m["node"]["status"] == "running"}
     finished = {m["node"]["id"]: m["rev"] for _, m in published if m["node"]["status"] == "completed"}
+    assert set(finished) == {n.id for n in nodes}
     assert all(created[node_id] < finished[node_id] for node_id in created)
-    # seq follows creation order, and creation revisions follow seq
-    assert [created[n.id] for n in nodes] == sorted(created.values())
+    # seq follows creation order, and the revisions of nodes written running follow seq
+    assert [created[n.id] for n in nodes if n.id in created] == sorted(created.values())
     children = [n for n in nodes if n.name == "child"]
     by_id = {n.id: n for n in nodes}
     assert all(by_id[c.parent_id].name == "parent" and c.seq > by_id[c.parent_id].seq for c in children)
@@ -119,6 +122,7 @@ def test_closing_open_nodes_while_threads_write_never_reopens_a_closed_node(publ
                 parent(index)
 
     _in_threads(work)
+    write_path.flush_session(session.id)
 
     nodes = Node.objects.filter(session=session)
     assert set(nodes.values_list("status", flat=True)) <= {"completed", "cancelled"}
@@ -128,7 +132,8 @@ def test_closing_open_nodes_while_threads_write_never_reopens_a_closed_node(publ
     for message in sorted((m for _, m in published), key=lambda m: m["rev"]):
         history.setdefault(message["node"]["id"], []).append(message["node"]["status"])
     for statuses in history.values():
-        assert statuses[0] == "running" and len(statuses) == 2, statuses  # opened once, ended once
+        # opened once and ended once, or written once already ended (both within one batch)
+        assert statuses[-1] != "running" and statuses[:-1] in ([], ["running"]), statuses
     revs = [m["rev"] for _, m in published]
     assert sorted(revs) == list(range(1, len(revs) + 1))
     assert Session.objects.get(pk=session.pk).rev == len(revs)

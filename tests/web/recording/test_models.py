@@ -5,7 +5,6 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from dag.live import broadcast
 from dag.models import Node, Session
 from dag.recording import write_path
 from dag.recording.write_path import sql as write_sql
@@ -21,18 +20,6 @@ NODE_KEYS = {"id", "seq", "parent", "kind", "name", "status", "depth", "name_dep
              "doc", "input", "output", "error", "refusal", "model", "usage", "rev", "started_at", "finished_at",
              "duration_ms"}
 
-
-@pytest.fixture
-def published():
-    """Every message published during the test, as (session id, message)."""
-    received = []
-
-    def listener(session_id, messages):
-        received.extend((session_id, message) for message in messages)
-
-    broadcast.subscribe(listener)
-    yield received
-    broadcast.unsubscribe(listener)
 
 
 def test_as_dict_shapes_are_the_ones_the_api_and_stream_use():

@@ -157,6 +157,9 @@ def test_the_launch_budget_tightens_the_functions_own(user):
     assert session.budget["max_llm_calls"] == 1  # what the gauge shows
 
 
+# Committed rows: the process's heartbeat thread (started by earlier runs) cannot see a session inside
+# the test's transaction, and a beat during the run would take its lease for lost and stop it.
+@pytest.mark.django_db(transaction=True)
 def test_research_agent_ships_with_a_budget_of_its_own(user):
     from examples.functions import research_agent
     assert research_agent.budget is not None and research_agent.budget.max_llm_calls == 30

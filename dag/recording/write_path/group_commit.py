@@ -1,0 +1,424 @@
+"""Group commit: the node writes of every run in this process, committed together by one writer thread.
+
+A run's entry and exit only queue their node write (`GroupWriter.submit`) and go on; the node's id was
+reserved up front (`run_writes.RunWrites`), so the caller knows it at once. The writer takes what is
+queued, at most `OPENPROGRAM_WRITE_BATCH_MS` after the first write of a batch and at most
+`OPENPROGRAM_WRITE_BATCH_ROWS` rows, and commits it in one transaction; then it publishes each
+session's changes (`dag.live.broadcast.publish`, one call per session and batch).
+
+What stays as it was with one transaction per write:
+- `seq` gap-free per session and `rev` strictly increasing: the batch advances each session's counters
+  once (`revision.advance`, which locks the session's row) and numbers its rows in queue order;
+- the lease fence: that same `advance` carries the run's lease, inside the batch's transaction. A
+  refused session's part of the batch is dropped whole (nothing of it is written), later writes of it
+  still queued are dropped too, and its run learns it at its next write: `submit` (or `flush`) raises
+  the `WriteRefused`;
+- a terminal node status is final: an exit whose node has ended meanwhile (a stop closed it) is
+  dropped, and so is its revision;
+- a session's terminal status comes after its nodes: the session writes in `sessions` call
+  `flush_session` first.
+
+A node created and ended within one batch is inserted once, already ended (one row write, one revision).
+Back-pressure: a full queue makes `submit` wait; nothing is ever dropped for room. A crash of the
+process loses what was queued and not yet committed: the batch in flight and what arrived during its
+commit, i.e. about one batch window of writes; the nodes it had committed `running` are closed
+`interrupted` with their session by the lease reaper or the restart.
+"""
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+import time
+from collections import deque
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional
+
+from django.core.exceptions import ValidationError
+from django.db import DEFAULT_DB_ALIAS, connections
+
+from ...conf import conf
+from ...live import broadcast
+from ...models import Node, Session
+from . import sql
+from .revision import WriteRefused, advance, node_message
+from .write_transaction import WriteTransaction
+
+log = logging.getLogger(__name__)
+
+# An idle writer gives its database connection back this long after its last batch: PostgreSQL keeps
+# no idle connection of a quiet process (nor one that stops a test database from being dropped).
+IDLE_LINGER_S = 0.05
+# Queued writes, in batches, before `submit` waits (back-pressure), unless given: one batch waits
+# while one commits. A deeper queue adds nothing to the rate (the writer is what limits it), only
+# delay between a write and its commit, and to what a crash loses.
+QUEUE_BATCHES = 1
+
+
+@dataclass(slots=True)
+class NodeCreate:
+    session_id: Any
+    lease: Optional[str]
+    node: Node  # id set; the writer owns it from here on (it sets seq, rev and, if merged, the exit)
+
+
+@dataclass(slots=True)
+class NodeFinish:
+    session_id: Any
+    lease: Optional[str]
+    pk: int
+    fields: dict  # status, output, error, finished_at, ...
+
+
+@dataclass(slots=True)
+class _Barrier:
+    """A flush: set once every write queued before it has committed (or failed)."""
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass(slots=True)
+class _Outcome:
+    failure: Optional[BaseException] = None
+    messages: list = field(default_factory=list)
+    opened: dict = field(default_factory=dict)  # pk -> Node written running
+    closed: list = field(default_factory=list)  # pks of nodes that ended
+
+
+class GroupWriter:
+    """A bounded queue of node writes and the thread that commits them in batches (see the module).
+
+    `gate`: a test's handle on the writer. When given, each batch, its statements executed, waits for
+    the event before it commits: a cleared event holds the writer (and its open transaction) still,
+    and `holding` is set while it does.
+    """
+
+    def __init__(self, *, batch_ms: Optional[float] = None, batch_rows: Optional[int] = None,
+                 capacity: Optional[int] = None, gate: Optional[threading.Event] = None):
+        self.batch_s = (conf.WRITE_BATCH_MS if batch_ms is None else batch_ms) / 1000
+        self.batch_rows = conf.WRITE_BATCH_ROWS if batch_rows is None else batch_rows
+        self.capacity = capacity or QUEUE_BATCHES * self.batch_rows
+        self.gate = gate
+        self.holding = threading.Event()
+        self._lock = threading.Lock()
+        self._not_empty = threading.Condition(self._lock)
+        self._not_full = threading.Condition(self._lock)
+        self._queue: deque = deque()
+        self._first_at = 0.0  # when the oldest queued write arrived: its batch closes a window later
+        self._barriers = 0
+        self._waiting = 0
+        self._pending: dict[Any, int] = {}  # writes queued or in flight, by session
+        self._failures: dict[Any, BaseException] = {}  # why a session's writes are refused, by session
+        self._open: dict[Any, dict[int, Node]] = {}  # nodes written running, by session (writer thread)
+        self._thread: Optional[threading.Thread] = None
+        self._stopping = False
+
+    # -- the callers' side -------------------------------------------------------------------------
+
+    @property
+    def waiting_for_room(self) -> int:
+        """How many `submit` calls wait for room in a full queue right now (back-pressure at work)."""
+        with self._lock:
+            return self._waiting
+
+    def submit(self, entry) -> None:
+        """Queue one write; waits while the queue is full. Raises the session's recorded failure
+        (e.g. `WriteRefused`) instead, once a batch has refused or failed one of its writes."""
+        with self._lock:
+            failure = self._failures.get(entry.session_id)
+            if failure is not None:
+                raise failure
+            while len(self._queue) >= self.capacity:
+                self._waiting += 1
+                try:
+                    self._not_full.wait()
+                finally:
+                    self._waiting -= 1
+            self._queue.append(entry)
+            self._pending[entry.session_id] = self._pending.get(entry.session_id, 0) + 1
+            if len(self._queue) == 1:
+                self._first_at = time.monotonic()
+                self._not_empty.notify()
+            elif len(self._queue) == self.batch_rows:
+                self._not_empty.notify()  # a full batch need not wait out its window
+            self._ensure_thread()
+
+    def flush(self, session_id: Any = None) -> Optional[BaseException]:
+        """Wait until the writes of `session_id` (of every session, if None) queued before this call have
+        committed; the failure recorded for that session, if any (not raised: callers decide)."""
+        if threading.current_thread() is self._thread:
+            return None  # a listener called from the writer itself: everything before it is committed
+        with self._lock:
+            waiting = self._pending.get(session_id, 0) if session_id is not None else len(self._pending)
+            if not waiting:
+                return self._failures.get(session_id)
+            barrier = _Barrier()
+            self._queue.append(barrier)  # a flush may pass a full queue: it adds no row
+            self._barriers += 1
+            self._not_empty.notify()
+            self._ensure_thread()
+        barrier.done.wait()
+        return self._failures.get(session_id)
+
+    def forget(self, session_id: Any) -> None:
+        """Drop what the writer keeps about a session that has ended (its failure, its open nodes)."""
+        with self._lock:
+            self._failures.pop(session_id, None)
+            self._open.pop(session_id, None)
+
+    def stop(self) -> None:
+        """Commit what is queued, then end the thread (it closes its database connection)."""
+        self.flush()
+        with self._lock:
+            self._stopping = True
+            self._not_empty.notify()
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+
+    def _ensure_thread(self) -> None:  # called with the lock held
+        if self._thread is None or not self._thread.is_alive():
+            self._stopping = False
+            self._thread = threading.Thread(target=self._run, name="dag-group-commit", daemon=True)
+            self._thread.start()
+
+    # -- the writer thread -------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            while True:
+                batch = self._take()
+                if batch is None:
+                    return
+                if batch:
+                    self._write(batch)
+                else:
+                    connections[DEFAULT_DB_ALIAS].close()  # idle: hold no connection
+        finally:
+            connections.close_all()
+
+    def _take(self) -> Optional[list]:
+        """The next batch (flushes included); [] after an idle linger; None when stopping."""
+        with self._lock:
+            lingered = False
+            while not self._queue:
+                if self._stopping:
+                    return None
+                if lingered:
+                    self._not_empty.wait()
+                elif not self._not_empty.wait(IDLE_LINGER_S):
+                    return []
+                lingered = True
+            deadline = self._first_at + self.batch_s
+            while not self._barriers and len(self._queue) < self.batch_rows and not self._stopping:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._not_empty.wait(remaining)
+            batch, rows = [], 0
+            while self._queue and rows < self.batch_rows:
+                entry = self._queue.popleft()
+                batch.append(entry)
+                if isinstance(entry, _Barrier):
+                    self._barriers -= 1
+                else:
+                    rows += 1
+            if self._queue:
+                self._first_at = time.monotonic()
+            self._not_full.notify_all()
+            return batch
+
+    def _write(self, batch: list) -> None:
+        writes = [entry for entry in batch if not isinstance(entry, _Barrier)]
+        outcomes: dict[tuple, _Outcome] = {}
+        try:
+            parts = self._parts(writes)
+            try:
+                with WriteTransaction() as tx:
+                    for key, entries in parts.items():
+                        outcomes[key] = self._write_part(tx, key, entries)
+                    self._wait_at_gate()
+            except Exception:
+                # One session's bad write must not cost the others theirs: each part alone.
+                log.warning("a batch of %d node writes failed; writing it session by session", len(writes),
+                            exc_info=True)
+                outcomes = {key: self._write_alone(key, entries) for key, entries in parts.items()}
+            self._after_commit(outcomes)
+        except Exception:  # never leave a flush waiting on a writer that died
+            log.exception("the group-commit writer failed on a batch of %d writes", len(writes))
+        finally:
+            self._settle(batch)
+
+    def _wait_at_gate(self) -> None:
+        if self.gate is not None and not self.gate.is_set():
+            self.holding.set()
+            self.gate.wait()
+            self.holding.clear()
+
+    def _parts(self, writes: list) -> dict[tuple, list]:
+        """The batch by (session, lease), in session-id order, so concurrent batches (other processes')
+        lock session rows in one order; writes of sessions already refused are dropped."""
+        parts: dict[tuple, list] = {}
+        for entry in writes:
+            if entry.session_id not in self._failures:
+                parts.setdefault((entry.session_id, entry.lease), []).append(entry)
+        return dict(sorted(parts.items(), key=lambda item: str(item[0][0])))
+
+    def _write_alone(self, key: tuple, entries: list) -> _Outcome:
+        try:
+            with WriteTransaction() as tx:
+                return self._write_part(tx, key, entries)
+        except Exception as exc:
+            log.exception("node writes of session %s failed", key[0])
+            return _Outcome(failure=exc)
+
+    def _write_part(self, tx: WriteTransaction, key: tuple, entries: list) -> _Outcome:
+        """One session's writes in `tx`: lock and advance its counters once, insert, backfill."""
+        session_id, lease = key
+        creates = {entry.node.pk: entry.node for entry in entries if isinstance(entry, NodeCreate)}
+        merged = {entry.pk for entry in entries if isinstance(entry, NodeFinish) and entry.pk in creates}
+        backfills = [entry for entry in entries if isinstance(entry, NodeFinish) and entry.pk not in creates]
+        wanted = len(creates) + len(backfills)
+        try:
+            rev, count = advance(tx, session_id, revs=wanted, nodes=len(creates), lease=lease)
+        except (WriteRefused, Session.DoesNotExist) as exc:
+            return _Outcome(failure=exc)  # nothing of this session was written: its advance matched nothing
+        running = sql.running_among(tx, [entry.pk for entry in backfills]) if backfills else set()
+        ended = sum(1 for entry in backfills if entry.pk not in running)
+        if ended:  # exits of nodes a stop or crash closed first: final, dropped, their revisions given back
+            rev, _ = sql.advance(tx, session_id, -ended, 0)
+        rev -= wanted - ended
+        seq = count - len(creates)
+        known = self._open.get(session_id, {})
+        unknown = [entry.pk for entry in backfills if entry.pk in running and entry.pk not in known]
+        read = {node.pk: node for node in Node.objects.filter(pk__in=unknown)} if unknown else {}
+        outcome, updates = _Outcome(), []
+        for entry in entries:
+            if isinstance(entry, NodeCreate):
+                node = entry.node
+                node.seq, seq = seq, seq + 1
+                if node.pk in merged:
+                    continue  # written once, with its exit
+            elif entry.pk in creates:
+                node = creates[entry.pk]
+                _apply(node, entry.fields)
+            elif entry.pk in running:
+                node = known.get(entry.pk) or read[entry.pk]
+                _apply(node, entry.fields)
+                updates.append((entry.pk, {**entry.fields, "rev": rev + 1}))
+            else:
+                continue
+            rev += 1
+            node.rev = rev
+            outcome.messages.append(node_message(node))
+            (outcome.opened.__setitem__(node.pk, node) if node.status == Node.Status.RUNNING
+             else outcome.closed.append(node.pk))
+        sql.insert_nodes(tx, list(creates.values()))
+        sql.update_nodes(tx, updates)
+        return outcome
+
+    def _after_commit(self, outcomes: dict[tuple, _Outcome]) -> None:
+        for (session_id, _), outcome in outcomes.items():
+            if outcome.failure is not None:
+                with self._lock:
+                    self._failures[session_id] = outcome.failure
+                continue
+            known = self._open.setdefault(session_id, {})
+            known.update(outcome.opened)
+            for pk in outcome.closed:
+                known.pop(pk, None)
+            if not known:
+                self._open.pop(session_id, None)
+            broadcast.publish(str(session_id), outcome.messages)
+
+    def _settle(self, batch: list) -> None:
+        """Count the batch's writes as done and release the flushes waiting on it."""
+        with self._lock:
+            for entry in batch:
+                if isinstance(entry, _Barrier):
+                    entry.done.set()
+                    continue
+                left = self._pending[entry.session_id] - 1
+                if left:
+                    self._pending[entry.session_id] = left
+                else:
+                    del self._pending[entry.session_id]
+
+
+def _apply(node: Node, fields: dict) -> None:
+    for name, value in fields.items():
+        setattr(node, name, value)
+
+
+# --- the process's writer -------------------------------------------------------------------------
+
+_writer: Optional[GroupWriter] = None
+_writer_pid = 0
+_writer_lock = threading.Lock()
+
+
+def process_writer() -> GroupWriter:
+    """This process's writer (one for all its runs), started by the first write; a forked child makes
+    its own (the parent's thread and queue did not come along)."""
+    global _writer, _writer_pid
+    writer = _writer
+    if writer is not None and _writer_pid == os.getpid():
+        return writer
+    with _writer_lock:
+        if _writer is None or _writer_pid != os.getpid():
+            _writer, _writer_pid = GroupWriter(), os.getpid()
+        return _writer
+
+
+def running_writer() -> Optional[GroupWriter]:
+    """The writer this process has started, if any (with none, nothing is pending)."""
+    return _writer if _writer_pid == os.getpid() else None
+
+
+def flush_session(session_id) -> Optional[BaseException]:
+    """Make the session's queued node writes durable before the caller reads or changes the session.
+
+    Inside a transaction nothing is waited for: the writer could not see that transaction's rows, and
+    on SQLite it would wait for the write lock the caller may hold. Writes made inside a transaction
+    are written in it, at once (see `run_writes`), so none of the caller's own is pending.
+    """
+    writer = running_writer()
+    if writer is None or connections[DEFAULT_DB_ALIAS].in_atomic_block:
+        return None
+    try:
+        key = Session._meta.pk.to_python(session_id)
+    except ValidationError:
+        return None  # no such session can have writes queued
+    return writer.flush(key)
+
+
+def session_ended(session_id) -> None:
+    """The session has its terminal status: the writer forgets it."""
+    writer = running_writer()
+    if writer is not None:
+        writer.forget(Session._meta.pk.to_python(session_id))
+
+
+@contextmanager
+def use_writer(writer: GroupWriter) -> Iterator[GroupWriter]:
+    """Make `writer` the process's writer in the block (tests: a tiny queue, a gate), then stop it."""
+    global _writer, _writer_pid
+    with _writer_lock:
+        previous = (_writer, _writer_pid)
+        _writer, _writer_pid = writer, os.getpid()
+    try:
+        yield writer
+    finally:
+        with _writer_lock:
+            _writer, _writer_pid = previous
+        writer.stop()
+
+
+def _flush_at_exit() -> None:
+    writer = running_writer()
+    if writer is not None:
+        writer.flush()
+
+
+atexit.register(_flush_at_exit)

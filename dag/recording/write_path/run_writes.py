@@ -1,0 +1,93 @@
+"""`RunWrites`: one run's node writes, queued for the process's group-commit writer.
+
+A call's node id must be known at entry (its children name it as their parent, the runtime keeps it
+on the frame) while its row is written later, in a batch. The ids come from blocks reserved in the
+database (`sql.reserve_node_ids`: the table's own sequence), so they never collide with another
+process's, another run's or the ORM's, and stay ordinary increasing integers for the API and the
+browser. A client-side scheme (UUIDs, process-tagged numbers) would have changed the id's type and
+made ids useless as an order. Blocks grow from `FIRST_BLOCK` to `LARGEST_BLOCK` ids as a run writes
+more, so a short run reserves few and a long one one query per thousand calls; ids left in a block
+when the run ends are never used. `seq` and `rev` are given by the writer, under the session's lock.
+
+Inside an enclosing transaction (a test's, a caller's `atomic`), writes are made at once, in it, as
+one transaction each (`nodes.create_node`, `nodes.finish_node`): the writer's connection could not see
+that transaction's rows, and a rollback must take the writes with it.
+"""
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import Any, Optional
+
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.utils import timezone
+
+from ...models import Node, Session
+from . import sql
+from .group_commit import GroupWriter, NodeCreate, NodeFinish, process_writer, running_writer
+from .nodes import create_node, finish_node
+from .write_transaction import DRIVER_VENDORS, WriteTransaction
+
+FIRST_BLOCK = 32
+LARGEST_BLOCK = 1024
+
+
+class RunWrites:
+    """Creates and backfills the nodes of one session (`lease`: the run's worker id, fencing each write).
+
+    `writer`: the group writer to queue on (default: the process's).
+    """
+
+    def __init__(self, session_id, lease: Optional[str] = None, writer: Optional[GroupWriter] = None):
+        self.session_id = Session._meta.pk.to_python(session_id)
+        self.lease = lease
+        self._writer = writer
+        self._ids: deque[int] = deque()
+        self._block = FIRST_BLOCK
+        self._ids_lock = threading.Lock()
+
+    def create(self, **fields: Any) -> Node:
+        """A new node of the session, its id set, its write queued (or made, inside a transaction).
+
+        The returned node belongs to the writer once queued: read its `seq` only after `flush()`.
+        """
+        writer = self._grouped()
+        if writer is None:
+            return create_node(self.session_id, lease=self.lease, **fields)
+        node = sql.new_node(id=self._next_id(), session_id=self.session_id, **fields)
+        writer.submit(NodeCreate(self.session_id, self.lease, node))
+        return node
+
+    def finish(self, node: Node, **fields: Any) -> None:
+        """Backfill `node` (status, output, error, ...; `finished_at` now unless given). An exit that
+        arrives after the node ended (a stop closed it) changes nothing: a terminal status is final."""
+        fields.setdefault("finished_at", timezone.now())
+        writer = self._grouped()
+        if writer is None:
+            finish_node(node, lease=self.lease, **fields)
+        else:
+            writer.submit(NodeFinish(self.session_id, self.lease, node.pk, fields))
+
+    def flush(self, *, raise_failure: bool = True) -> None:
+        """Wait until this run's queued writes have committed (read-your-writes). A refused or failed
+        write is raised here (`WriteRefused`, ...) unless `raise_failure` is False."""
+        writer = self._writer or running_writer()
+        if writer is None or connections[DEFAULT_DB_ALIAS].in_atomic_block:
+            return
+        failure = writer.flush(self.session_id)
+        if failure is not None and raise_failure:
+            raise failure
+
+    def _grouped(self) -> Optional[GroupWriter]:
+        connection = connections[DEFAULT_DB_ALIAS]
+        if connection.in_atomic_block or connection.vendor not in DRIVER_VENDORS:
+            return None
+        return self._writer or process_writer()
+
+    def _next_id(self) -> int:
+        with self._ids_lock:
+            if not self._ids:
+                with WriteTransaction() as tx:
+                    self._ids.extend(sql.reserve_node_ids(tx, self._block))
+                self._block = min(self._block * 2, LARGEST_BLOCK)
+            return self._ids.popleft()

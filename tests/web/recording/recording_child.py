@@ -1,0 +1,57 @@
+"""A process that records into a session, then is killed with a batch in flight (test_group_commit).
+
+`python -m tests.web.recording.recording_child SESSION_ID DURABLE HELD`, with DATABASE_URL naming the
+test database: it claims the session under its own lease, opens an `outer` call, records DURABLE
+calls inside it and flushes them (durable), then records HELD more calls and holds its group-commit
+writer inside that batch's transaction, its statements executed but not committed. It prints HOLDING
+and waits to be killed.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+
+def main(session_id: str, durable: int, held: int) -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "openprogram_web.settings")
+    import django
+    django.setup()
+
+    from dag.recording import write_path
+    from dag.recording.recorder import DjangoRecorder
+    from dag.recording.write_path import group_commit
+    from dag.runs import leases
+    from runtime import agentic_function, use_recorder
+
+    gate = threading.Event()
+    gate.set()
+    # A window longer than the test: batches commit only when a flush asks for them.
+    writer = group_commit.GroupWriter(batch_ms=600_000, batch_rows=1000, gate=gate)
+    lease = leases.worker_id()
+    write_path.claim_session(session_id, worker=lease)
+    recorder = DjangoRecorder(session_id, lease=lease)
+
+    @agentic_function(register_globally=False)
+    def step(i: int) -> int:
+        return i
+
+    @agentic_function(register_globally=False)
+    def outer() -> None:
+        for i in range(durable):
+            step(i)
+        recorder.flush()
+        gate.clear()
+        for i in range(durable, durable + held):
+            step(i)
+        threading.Thread(target=writer.flush, daemon=True).start()  # the batch goes to the database...
+        writer.holding.wait()  # ...and stops short of its commit
+        print("HOLDING", flush=True)
+        threading.Event().wait()
+
+    with group_commit.use_writer(writer), use_recorder(recorder):
+        outer()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))
