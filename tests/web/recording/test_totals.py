@@ -9,14 +9,16 @@ from ..dag_helpers import model_call, new_session, recording
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@agentic_function
+# Kept out of the global tool registry: this module is imported while tests are collected, outside any
+# test's isolated registry, and other tests define tools with these common names.
+@agentic_function(register_globally=False)
 def leaf(text: str) -> str:
     """Repeat the text."""
     model_call(f"say {text}", reply=f"{text} {text}")
     return text
 
 
-@agentic_function
+@agentic_function(register_globally=False)
 def root() -> str:
     """Call two leaves."""
     model_call("plan the work now", reply="two leaves")
