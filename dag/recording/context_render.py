@@ -24,108 +24,56 @@ import json
 from typing import Any, Optional
 
 from ..models import Node
+from .context_choice import BEFORE, INSIDE, ContextChoice
 from .values import truncate
 
 DEFAULT_RANGE = {"callers": None, "subcalls": -1}
 VALUE_LIMIT = 2000
 # The whole rendered context: past it the oldest chosen nodes are left out (and said to be).
 CONTEXT_LIMIT = 100_000
+# Nodes read per query while walking back; the text of the chosen ones is read after, per chunk.
 _CHUNK = 200
-# What choosing the nodes needs, read for the whole session; the text of the chosen ones is read after.
-_SHAPE = ("id", "seq", "parent_id", "kind", "expose")
 _TEXT = ("id", "name", "status", "doc", "input", "output", "error", "model")
+_TITLES = {BEFORE: "Earlier in this session:", INSIDE: "So far in this call:"}
 
 
 def render_frame_context(session_id, node_id: int, seq: Optional[int],
                          render_range: Optional[dict]) -> Optional[str]:
-    """The context text for a model call made in the frame recorded as `node_id`, or None if empty."""
+    """The context text for a model call made in the frame recorded as `node_id`, or None if empty.
+
+    It reads only what the range reaches, newest first, and stops once CONTEXT_LIMIT is full
+    (`context_choice`): its cost follows what it shows, not the session's length.
+    """
     limits = {**DEFAULT_RANGE, **(render_range or {})}
     if limits["callers"] == 0 and limits["subcalls"] == 0:
         return None
-    rows = Node.objects.filter(session_id=session_id).order_by("seq").values(*_SHAPE)
-    nodes = {row["id"]: row for row in rows}
-    viewer = nodes.get(node_id)
-    if viewer is None:
+    choice = ContextChoice.of(session_id, node_id, seq, limits, _CHUNK)
+    if choice is None:
         return None
-    seq = viewer["seq"] if seq is None else seq
-    chain = _chain(nodes, node_id)  # the viewer and its callers, up to the entry call
-    before, inside = [], []
-    frame = {node_id}  # the viewer and what it has called so far; parents come before children by seq
-    for node in nodes.values():
-        if node["seq"] > seq and node["parent_id"] in frame:
-            frame.add(node["id"])
-        if node["id"] == node_id or not _visible(nodes, node, chain):
-            continue
-        if node["seq"] < seq:
-            before.append(node)
-        elif node["id"] in frame:
-            inside.append(node)
-    before = _latest(before, limits["callers"], unlimited=None)
-    inside = _latest(inside, limits["subcalls"], unlimited=-1)
-    if not before and not inside:
-        return None
-    blocks = _render_latest(before + inside, chain)
-    sections = []
-    for title, part in (("Earlier in this session:", before), ("So far in this call:", inside)):
-        shown = [blocks[node["id"]] for node in part if node["id"] in blocks]
-        if shown:
-            sections.append(title + "\n\n" + "\n\n".join(shown))
-    left_out = len(before) + len(inside) - len(blocks)
+    shown = _render_latest(choice)
+    left_out = choice.chosen_count() - sum(len(blocks) for blocks in shown.values())
+    sections = [f"{_TITLES[part]}\n\n" + "\n\n".join(reversed(blocks)) for part, blocks in shown.items() if blocks]
     if left_out:
         sections.insert(0, f"({left_out} earlier calls left out: the context is limited to "
                            f"{CONTEXT_LIMIT:,} characters)")
     return "\n\n".join(sections) or None
 
 
-def _render_latest(chosen: list, chain: set) -> dict:
-    """{node id: its text} for the latest of `chosen` that fit in CONTEXT_LIMIT characters.
-
-    Read newest first, a chunk at a time, so a huge session costs only what is shown.
-    """
-    blocks, used = {}, 0
-    for end in range(len(chosen), 0, -_CHUNK):
-        part = chosen[max(0, end - _CHUNK):end]
-        texts = {row["id"]: row for row in Node.objects.filter(id__in=[n["id"] for n in part]).values(*_TEXT)}
-        for node in reversed(part):
+def _render_latest(choice: ContextChoice) -> dict:
+    """{slice: texts, newest first} of the latest chosen nodes that fit in CONTEXT_LIMIT characters."""
+    shown, used = {BEFORE: [], INSIDE: []}, 0
+    chain = choice.view.chain
+    for part in choice.newest_first():
+        texts = {row["id"]: row for row in Node.objects.filter(id__in=[node["id"] for _, node in part]).values(*_TEXT)}
+        for name, node in part:
             if node["id"] not in texts:  # gone only if the session was deleted meanwhile
                 continue
             text = _render({**node, **texts[node["id"]]}, insider=node["id"] in chain)
             used += len(text) + 2
             if used > CONTEXT_LIMIT:
-                return blocks
-            blocks[node["id"]] = text
-    return blocks
-
-
-def _chain(nodes: dict, node_id: Optional[int]) -> set:
-    chain = set()
-    while node_id is not None and node_id in nodes and node_id not in chain:
-        chain.add(node_id)
-        node_id = nodes[node_id]["parent_id"]
-    return chain
-
-
-def _visible(nodes: dict, node: dict, chain: set) -> bool:
-    """May the viewer (whose call chain is `chain`) see `node`? See the module docstring."""
-    if node["kind"] == Node.Kind.CODE and node["id"] not in chain and node["expose"] not in ("io", "full"):
-        return False
-    child, parent_id = node, node["parent_id"]
-    # Walk the functions wrapping `node` up to where its branch meets the viewer's chain.
-    while parent_id is not None and parent_id not in chain:
-        wrapper = nodes.get(parent_id)
-        if wrapper is None:
-            return False
-        own_exchange = child is node and node["kind"] == Node.Kind.LLM
-        if not (wrapper["expose"] == "full" or (wrapper["expose"] == "llm" and own_exchange)):
-            return False
-        child, parent_id = wrapper, wrapper["parent_id"]
-    return True
-
-
-def _latest(nodes: list, count: Optional[int], *, unlimited) -> list:
-    if count == unlimited:
-        return nodes
-    return nodes[-count:] if count else []
+                return shown
+            shown[name].append(text)
+    return shown
 
 
 def _render(node: dict, *, insider: bool) -> str:
