@@ -19,6 +19,7 @@ from typing import Callable
 from ..conf import conf
 from ..models import Session
 from . import broadcast
+from .layer_outage import LAYER_UNREACHABLE, outage
 from .list_throttle import SEND_NOW, Coalescer
 
 log = logging.getLogger(__name__)
@@ -90,11 +91,14 @@ class ListNotifier:
         if owner is None:
             owner = self._owner_of(session_id)
             if owner is not None:
-                with self._lock:
-                    if len(self._owners) >= OWNERS_KEPT:
-                        self._owners.pop(next(iter(self._owners)))
-                    self._owners[session_id] = owner
+                self._remember(session_id, owner)
         return owner
+
+    def _remember(self, session_id: str, owner) -> None:
+        with self._lock:
+            if session_id not in self._owners and len(self._owners) >= OWNERS_KEPT:
+                self._owners.pop(next(iter(self._owners)))
+            self._owners[session_id] = owner
 
     # The three points where time and the channel layer come in (tests replace them).
 
@@ -105,15 +109,26 @@ class ListNotifier:
         loop.call_soon_threadsafe(loop.call_later, delay, callback)
 
     def send(self, loop: asyncio.AbstractEventLoop, owner, session_id: str) -> None:
-        asyncio.run_coroutine_threadsafe(_group_send(owner_group(owner), session_id), loop)
+        sending = _group_send(owner_group(owner), session_id)
+        try:
+            asyncio.run_coroutine_threadsafe(sending, loop)
+        except RuntimeError:  # the loop closed between the check and the call: no one on it to tell
+            sending.close()
 
 
 async def _group_send(group: str, session_id: str) -> None:
+    """Send one `list.changed`. A lost one costs nothing lasting: the list resyncs when its socket
+    reconnects, and an unreachable layer closes that socket (4503) to make it reconnect."""
     from channels.layers import get_channel_layer
+    started = outage.clock()
     try:
         await get_channel_layer().group_send(group, {"type": CHANGED_EVENT, "session": session_id})
-    except Exception:  # a full or unreachable layer: the list resyncs when its socket reconnects
+    except LAYER_UNREACHABLE as exc:  # Redis away: said once per outage, not once per session and update
+        outage.failed("telling session lists", exc)
+    except Exception:  # e.g. a full layer
         log.warning("session list notification for session %s failed", session_id, exc_info=True)
+    else:
+        outage.reached(started)
 
 
 list_notifier = ListNotifier()
