@@ -1,4 +1,5 @@
-"""Tells an owner's open session lists that one of their sessions changed (`broadcast.publish` calls it).
+"""Tells an owner's open session lists that one of their sessions changed (`broadcast.publish` calls it)
+or was just launched (`queue_session` calls `announce` once its session is committed).
 
 Each change of a session or its nodes becomes, at most every `OPENPROGRAM_LIST_UPDATE_S` seconds per
 session (and always at its end), one `list.changed` message naming the session, sent to its owner's
@@ -79,6 +80,19 @@ class ListNotifier:
             self.send(loop, owner, session_id)
         else:
             self.schedule(loop, delay, lambda: self._send_if_due(loop, owner, session_id))
+
+    def announce(self, owner_id, session_id: str) -> None:
+        """A session was just created (queued, committed): tell its owner's lists at once, so the run shows
+        at the top of their first page before it starts. Outside the throttle: one message per launch,
+        which must not hold back the run's first change."""
+        try:
+            loop = self.loop()
+            if loop is None:
+                return  # nobody in this process's in-memory layer can be listening
+            self._remember(session_id, owner_id)
+            self.send(loop, owner_id, session_id)
+        except Exception:  # a list that cannot be told must not fail the launch: it resyncs by itself
+            log.exception("announcing session %s to its owner's lists failed", session_id)
 
     def _send_if_due(self, loop, owner, session_id: str) -> None:
         with self._lock:
