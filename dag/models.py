@@ -173,9 +173,10 @@ class Node(models.Model):
 
 
 def duration_ms(started, finished) -> int | None:
-    """Whole milliseconds from `started` to `finished`, None unless both are set."""
+    """Whole milliseconds from `started` to `finished` (datetimes), None unless both are set; never below
+    0 (a clock stepped back). The one place the code turns two datetimes into a duration."""
     if started and finished:
-        return int((finished - started).total_seconds() * 1000)
+        return max(0, int((finished - started).total_seconds() * 1000))
     return None
 
 

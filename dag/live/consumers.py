@@ -39,8 +39,8 @@ from ..models import Node, Session
 from ..runs.leases import worker_id
 from . import broadcast
 from .frames import live_frames, snapshot_frames
+from .layer_outage import ClosesOnLayerOutage
 from .node_rows import node_dicts
-from .layer_outage import CLOSE_TRY_AGAIN_LATER, LAYER_UNREACHABLE, outage
 
 log = logging.getLogger(__name__)
 
@@ -111,23 +111,12 @@ def run_state(session_id: uuid.UUID) -> tuple[int, str, str] | None:
 REMOTE_POLL_S = 0.2
 
 
-class SessionConsumer(AsyncJsonWebsocketConsumer):
+class SessionConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
+    layer_use = "a live stream's layer call"
     session_id: uuid.UUID | None = None
     group: str | None = None
     rev: int | None = None  # the highest revision this client has been sent, contiguously
     _heartbeat_task = _follow_task = None
-    _disconnected = False
-
-    async def __call__(self, scope, receive, send):
-        """Serve the stream. A layer that cannot be reached (Redis away) ends it with 4503, so the client
-        reconnects and resyncs, instead of ending it with 1011 and a traceback per stream."""
-        try:
-            await super().__call__(scope, receive, send)
-        except LAYER_UNREACHABLE as exc:
-            outage.failed("a live stream's layer call", exc)
-            self._stop_tasks()
-            if not self._disconnected:
-                await self.close(code=CLOSE_TRY_AGAIN_LATER, reason="live updates unavailable; reconnect")
 
     async def connect(self):
         broadcast.bind_loop(asyncio.get_running_loop())
@@ -149,9 +138,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         self.session_id = session_id
         self.group = broadcast.group_name(session_id)
         # Join first, then read: a change committed in between is in both, and the rev check drops it.
-        joining = outage.clock()
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        outage.reached(joining)
+        await self.join_group(self.group)
         async with self._lock:
             if not await self._send_changes(since_rev):
                 return
@@ -160,15 +147,11 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             self._follow_task = asyncio.create_task(self._follow_other_process())
 
     async def disconnect(self, code):
-        self._disconnected = True
-        self._stop_tasks()
+        self.stop_tasks()
         if self.group is not None:
-            try:
-                await self.channel_layer.group_discard(self.group, self.channel_name)
-            except LAYER_UNREACHABLE as exc:  # the membership expires in Redis by itself
-                outage.failed("leaving a stream's group", exc)
+            await self.leave_group(self.group)
 
-    def _stop_tasks(self) -> None:
+    def stop_tasks(self) -> None:
         for task in (self._heartbeat_task, self._follow_task):
             if task is not None:
                 task.cancel()
@@ -245,7 +228,6 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             raise
         except Exception:
             log.exception("heartbeat of session %s stopped", self.session_id)
-
 
     async def _follow_other_process(self):
         """In-memory layer only: read the changes of a run in another process from the database."""

@@ -59,7 +59,8 @@ class LayerOutage:
                 return  # the same outage: still on, or a connection it broke failing on its first use
             self._down_since, self._failures = now, 1
         log.warning("channel layer (Redis) unreachable: %s failed (%s: %s); live streams are closed with %d "
-                    "and resync from the database when they reconnect; said once until it is back", doing, type(exc).__name__, exc, CLOSE_TRY_AGAIN_LATER)
+                    "and resync from the database when they reconnect; said once until it is back",
+                    doing, type(exc).__name__, exc, CLOSE_TRY_AGAIN_LATER)
 
     @staticmethod
     def clock() -> float:
@@ -82,3 +83,43 @@ class LayerOutage:
 
 
 outage = LayerOutage()
+
+
+class ClosesOnLayerOutage:
+    """Mixin for a websocket consumer (put it first among the bases): a layer that cannot be reached
+    (Redis away) ends the socket with 4503, so the client reconnects and resyncs, instead of with 1011
+    and a traceback per socket; the outage is said once (`outage`), not per socket.
+
+    Subclasses name what they use the layer for in `layer_use` (the warning quotes it), join their
+    groups with `join_group`, leave them with `leave_group`, and stop what they run beside the socket
+    in `stop_tasks`.
+    """
+    layer_use = "a live socket's layer call"
+    _disconnected = False
+
+    async def __call__(self, scope, receive, send):
+        try:
+            await super().__call__(scope, receive, send)
+        except LAYER_UNREACHABLE as exc:
+            outage.failed(self.layer_use, exc)
+            self.stop_tasks()
+            if not self._disconnected:
+                await self.close(code=CLOSE_TRY_AGAIN_LATER, reason="live updates unavailable; reconnect")
+
+    async def websocket_disconnect(self, message):
+        self._disconnected = True  # the client is gone: nothing to close
+        await super().websocket_disconnect(message)
+
+    def stop_tasks(self) -> None:
+        """Cancel the tasks the consumer runs beside its socket (none unless a subclass has some)."""
+
+    async def join_group(self, group: str) -> None:
+        joining = outage.clock()
+        await self.channel_layer.group_add(group, self.channel_name)
+        outage.reached(joining)
+
+    async def leave_group(self, group: str) -> None:
+        try:
+            await self.channel_layer.group_discard(group, self.channel_name)
+        except LAYER_UNREACHABLE as exc:  # the membership expires in Redis by itself
+            outage.failed("leaving a live group", exc)

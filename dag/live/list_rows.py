@@ -14,10 +14,12 @@ from typing import Iterable
 from django.template.loader import render_to_string
 
 from ..models import Session
-from ..recording.totals import totals_for, warning_text
+from ..recording.totals import totals_for, wall_ms, warning_text
 from .durations import format_duration
 
 ROW_TEMPLATE = "sessions/_row.html"
+# The most rows one watch of the live list asks for (a page shows 50), and the most newer runs it adds.
+MAX_WATCHED = 100
 
 
 @dataclass(frozen=True)
@@ -30,7 +32,9 @@ class ListRow:
     warning: str
 
     def as_message(self) -> dict:
-        """What the live list sends for this row: where it belongs (id, created_at) and its HTML."""
+        """What the live list sends for this row: where it belongs (id, created_at), its HTML, and its
+        status and phase as data, so the page can act on a run's state (e.g. its filter counts, or
+        whether to keep following it) without parsing the HTML."""
         return {"id": str(self.session.id), "status": self.session.status, "phase": self.session.phase,
                 "created_at": self.session.created_at.isoformat(), "html": render_row(self)}
 
@@ -52,10 +56,10 @@ def render_row(row: ListRow) -> str:
     return render_to_string(ROW_TEMPLATE, {"row": row})
 
 
-def owned_row_messages(owner, session_ids: Iterable, newer_than=None, limit: int = 100) -> list[dict]:
+def owned_row_messages(owner, session_ids: Iterable, newer_than=None, limit: int = MAX_WATCHED) -> list[dict]:
     """Live-list messages for those of `session_ids` that `owner` owns, and for the owner's sessions
     created after `newer_than` (a datetime, or None for none), newest first, at most `limit` of each."""
-    ids = [session_id for session_id in session_ids][:limit]
+    ids = list(session_ids)[:limit]
     own = Session.objects.filter(owner=owner)
     found = list(own.filter(pk__in=ids)) if ids else []
     if newer_than is not None:
@@ -77,9 +81,7 @@ def owned_row_message(owner, session_id) -> dict | None:
 
 def run_duration(session: Session) -> str:
     """How long a run took, written as the session page writes it; "running" while it runs, "" if it never
-    started."""
-    if session.started_at is None or (session.finished_at is None and session.is_terminal):
-        return ""
-    if session.finished_at is None:
+    started (or ended without recording its end)."""
+    if session.started_at is not None and session.finished_at is None and not session.is_terminal:
         return "running"
-    return format_duration(int((session.finished_at - session.started_at).total_seconds() * 1000))
+    return format_duration(wall_ms(session))

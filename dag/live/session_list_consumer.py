@@ -8,8 +8,10 @@ Protocol (JSON):
   missed while disconnected, it gets now.
 - server -> client `{"type": "row", "row": {...}}` whenever one of the user's sessions changed: at most
   one per session every `OPENPROGRAM_LIST_UPDATE_S` seconds, and always its end (`session_list_notify`).
-  A row is `{"id", "status", "phase", "created_at", "html"}`, its HTML the page's own row template.
-Close codes: 4401 not logged in, 4400 a message that is not JSON.
+  A row is `{"id", "status", "phase", "created_at", "html"}`, its HTML the page's own row template; status
+  and phase repeat what the HTML shows, as data for the page's script (`ListRow.as_message`).
+Close codes: 4401 not logged in, 4400 a message that is not JSON, 4503 (try again later) when the channel
+layer (Redis) cannot be reached: the page reconnects and resyncs with its watch (dag.live.layer_outage).
 
 Only the user's own sessions ever reach the socket: it joins only its user's group, and every row is
 read with the user as owner (a watched id of someone else's session is ignored).
@@ -25,13 +27,12 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from . import broadcast
-from .list_rows import owned_row_message, owned_row_messages
+from .layer_outage import ClosesOnLayerOutage
+from .list_rows import MAX_WATCHED, owned_row_message, owned_row_messages
 from .session_list_notify import owner_group
 
 CLOSE_BAD_REQUEST = 4400
 CLOSE_NOT_LOGGED_IN = 4401
-# The most rows one watch asks for: a page shows 50.
-MAX_WATCHED = 100
 
 
 def parse_watch(content) -> tuple[list[uuid.UUID], datetime | None]:
@@ -53,7 +54,8 @@ def parse_watch(content) -> tuple[list[uuid.UUID], datetime | None]:
     return ids, newer_than
 
 
-class SessionListConsumer(AsyncJsonWebsocketConsumer):
+class SessionListConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
+    layer_use = "a session list's layer call"
     group: str | None = None
 
     async def connect(self):
@@ -64,11 +66,11 @@ class SessionListConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=CLOSE_NOT_LOGGED_IN, reason="log in to follow your sessions")
             return
         self.group = owner_group(self.user.pk)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.join_group(self.group)
 
     async def disconnect(self, code):
         if self.group is not None:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+            await self.leave_group(self.group)
 
     async def receive(self, text_data=None, bytes_data=None):
         if self.group is None:

@@ -1,4 +1,5 @@
-"""Tells an owner's open session lists that one of their sessions changed (`broadcast.publish` calls it).
+"""Tells an owner's open session lists that one of their sessions changed (`broadcast.publish` calls it)
+or was just launched (`queue_session` calls `announce` once its session is committed).
 
 Each change of a session or its nodes becomes, at most every `OPENPROGRAM_LIST_UPDATE_S` seconds per
 session (and always at its end), one `list.changed` message naming the session, sent to its owner's
@@ -19,6 +20,7 @@ from typing import Callable
 from ..conf import conf
 from ..models import Session
 from . import broadcast
+from .layer_outage import LAYER_UNREACHABLE, outage
 from .list_throttle import SEND_NOW, Coalescer
 
 log = logging.getLogger(__name__)
@@ -79,6 +81,19 @@ class ListNotifier:
         else:
             self.schedule(loop, delay, lambda: self._send_if_due(loop, owner, session_id))
 
+    def announce(self, owner_id, session_id: str) -> None:
+        """A session was just created (queued, committed): tell its owner's lists at once, so the run shows
+        at the top of their first page before it starts. Outside the throttle: one message per launch,
+        which must not hold back the run's first change."""
+        try:
+            loop = self.loop()
+            if loop is None:
+                return  # nobody in this process's in-memory layer can be listening
+            self._remember(session_id, owner_id)
+            self.send(loop, owner_id, session_id)
+        except Exception:  # a list that cannot be told must not fail the launch: it resyncs by itself
+            log.exception("announcing session %s to its owner's lists failed", session_id)
+
     def _send_if_due(self, loop, owner, session_id: str) -> None:
         with self._lock:
             due = self.coalescer.take(session_id)
@@ -90,11 +105,14 @@ class ListNotifier:
         if owner is None:
             owner = self._owner_of(session_id)
             if owner is not None:
-                with self._lock:
-                    if len(self._owners) >= OWNERS_KEPT:
-                        self._owners.pop(next(iter(self._owners)))
-                    self._owners[session_id] = owner
+                self._remember(session_id, owner)
         return owner
+
+    def _remember(self, session_id: str, owner) -> None:
+        with self._lock:
+            if session_id not in self._owners and len(self._owners) >= OWNERS_KEPT:
+                self._owners.pop(next(iter(self._owners)))
+            self._owners[session_id] = owner
 
     # The three points where time and the channel layer come in (tests replace them).
 
@@ -105,15 +123,26 @@ class ListNotifier:
         loop.call_soon_threadsafe(loop.call_later, delay, callback)
 
     def send(self, loop: asyncio.AbstractEventLoop, owner, session_id: str) -> None:
-        asyncio.run_coroutine_threadsafe(_group_send(owner_group(owner), session_id), loop)
+        sending = _group_send(owner_group(owner), session_id)
+        try:
+            asyncio.run_coroutine_threadsafe(sending, loop)
+        except RuntimeError:  # the loop closed between the check and the call: no one on it to tell
+            sending.close()
 
 
 async def _group_send(group: str, session_id: str) -> None:
+    """Send one `list.changed`. A lost one costs nothing lasting: the list resyncs when its socket
+    reconnects, and an unreachable layer closes that socket (4503) to make it reconnect."""
     from channels.layers import get_channel_layer
+    started = outage.clock()
     try:
         await get_channel_layer().group_send(group, {"type": CHANGED_EVENT, "session": session_id})
-    except Exception:  # a full or unreachable layer: the list resyncs when its socket reconnects
+    except LAYER_UNREACHABLE as exc:  # Redis away: said once per outage, not once per session and update
+        outage.failed("telling session lists", exc)
+    except Exception:  # e.g. a full layer
         log.warning("session list notification for session %s failed", session_id, exc_info=True)
+    else:
+        outage.reached(started)
 
 
 list_notifier = ListNotifier()

@@ -11,7 +11,6 @@ e.g. "1 refused" or "2 refused · 1 over budget".
 """
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
 from typing import Iterable, Optional
 
@@ -20,7 +19,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 from django.utils import timezone
 
-from ..models import Node, Session
+from ..models import Node, Session, duration_ms
 
 
 def empty_totals() -> dict:
@@ -29,18 +28,16 @@ def empty_totals() -> dict:
 
 
 def totals_for(session_ids: Iterable) -> dict:
-    """{session id: totals} for each of `session_ids`, keyed as given (UUIDs or their text); sessions
-    without nodes get empty totals."""
+    """{session id: totals} for each of `session_ids`, the sessions' primary keys (UUIDs, as `session.pk`
+    holds them) and keyed by them; sessions without nodes get empty totals."""
     ids = list(session_ids)
     totals = {session_id: empty_totals() for session_id in ids}
     if not ids:
         return totals
-    # The rows name sessions by UUID; a caller may hold the id as text (a URL).
-    given = {_as_uuid(session_id): session_id for session_id in ids}
-    nodes = Node.objects.filter(session_id__in=list(given))
+    nodes = Node.objects.filter(session_id__in=ids)
     by_status = nodes.values("session_id", "status", "refusal").annotate(n=Count("id")).order_by()
     for row in by_status:
-        entry = totals[given[row["session_id"]]]
+        entry = totals[row["session_id"]]
         entry["counts"][row["status"]] = entry["counts"].get(row["status"], 0) + row["n"]
         if row["status"] == Node.Status.REFUSED:
             kind = "budget" if row["refusal"].startswith("budget") else "depth"
@@ -50,7 +47,7 @@ def totals_for(session_ids: Iterable) -> dict:
                         input_tokens=Coalesce(Sum(Cast(KT("usage__input_tokens"), IntegerField())), 0),
                         output_tokens=Coalesce(Sum(Cast(KT("usage__output_tokens"), IntegerField())), 0)))
     for row in tokens:
-        usage = totals[given[row["session_id"]]]["usage"]
+        usage = totals[row["session_id"]]["usage"]
         usage.update(llm_calls=row["llm_calls"], input_tokens=row["input_tokens"],
                      output_tokens=row["output_tokens"])
     return totals
@@ -60,21 +57,13 @@ def session_totals(session_id) -> dict:
     return totals_for([session_id])[session_id]
 
 
-def _as_uuid(session_id) -> uuid.UUID:
-    return session_id if isinstance(session_id, uuid.UUID) else uuid.UUID(str(session_id))
-
-
 def wall_ms(session: Session, now: Optional[datetime] = None) -> Optional[int]:
     """Milliseconds from the run's start to its end, or to `now` (default: the clock) while it goes;
     None before it started, and for an ended run that never recorded its end."""
-    if session.started_at is None:
-        return None
     end = session.finished_at
-    if end is None:
-        if session.is_terminal:
-            return None
+    if end is None and not session.is_terminal:
         end = now or timezone.now()
-    return max(0, int((end - session.started_at).total_seconds() * 1000))
+    return duration_ms(session.started_at, end)
 
 
 def warning_text(refusals: dict) -> str:
@@ -85,7 +74,6 @@ def warning_text(refusals: dict) -> str:
     if refusals.get("budget"):
         parts.append(f"{refusals['budget']} over budget")
     return " · ".join(parts)
-
 
 
 def run_summary(session: Session, totals: dict, now: Optional[datetime] = None) -> dict:

@@ -3,9 +3,11 @@
 streams are closed with 4503 so clients reconnect and resync from the database by revision.
 
 The first tests break the layer in this process (both passes); the last cuts real Redis for a few
-seconds under a live server through a TCP proxy the test controls (the scaled pass, PostgreSQL + Redis).
+seconds under a live server through a TCP proxy the test controls (the scaled pass, PostgreSQL + Redis),
+with session streams and a live session list (`ws/sessions/`) open through it.
 """
 import asyncio
+import json
 import logging
 import re
 import threading
@@ -19,10 +21,13 @@ from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.db import connection
 from redis.exceptions import ConnectionError as RedisConnectionError
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from dag.live import layer_outage
 from dag.live.broadcast import LayerForwarder
 from dag.live.layer_outage import CLOSE_TRY_AGAIN_LATER, LayerOutage, outage
+from dag.live.session_list_notify import _group_send, owner_group
 from dag.models import Session
 from dag.routing import websocket_urlpatterns
 from tests.web.runs.celery_workers import scaled_only
@@ -33,6 +38,7 @@ from .stream_client import StreamClient
 from .tcp_proxy import TcpProxy
 
 OUTAGE_LOGGER = "dag.live.layer_outage"
+WAIT_S = 30.0  # a bound on one step on a loaded machine (a socket's open or close), never a measure
 
 
 def outage_lines(caplog, level):
@@ -110,27 +116,50 @@ def create_session(user) -> Session:
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("stream", ["a session's stream", "the session list"])
 async def test_streams_on_an_unreachable_layer_close_with_try_again_later(user, unreachable_layer, caplog,
-                                                                          fresh_outage):
+                                                                          fresh_outage, stream):
     caplog.set_level(logging.INFO)
     session = await asyncio.to_thread(create_session, user)
+    path = f"/ws/sessions/{session.pk}/" if stream == "a session's stream" else "/ws/sessions/"
     for _ in range(3):
-        comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/sessions/{session.pk}/")
+        comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), path)
         comm.scope["user"] = user
-        assert (await comm.connect(timeout=5))[0]
-        closed = await comm.receive_output(timeout=5)  # the app's exception would be raised here
+        assert (await comm.connect(timeout=WAIT_S))[0]
+        closed = await comm.receive_output(timeout=WAIT_S)  # the app's exception would be raised here
         assert closed == {"type": "websocket.close", "code": CLOSE_TRY_AGAIN_LATER,
                           "reason": "live updates unavailable; reconnect"}
-        await comm.wait(timeout=5)
+        await comm.wait(timeout=WAIT_S)
     assert len(outage_lines(caplog, logging.WARNING)) == 1
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+
+
+async def test_list_notifications_to_an_unreachable_layer_log_one_warning_without_a_traceback(
+        unreachable_layer, caplog, fresh_outage):
+    caplog.set_level(logging.INFO)
+    for update in range(200):  # a list update of each of 20 running sessions, 10 times over
+        await _group_send(owner_group(1), f"session-{update % 20}")
+    assert len(outage_lines(caplog, logging.WARNING)) == 1
+    assert "telling session lists" in outage_lines(caplog, logging.WARNING)[0].getMessage()
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.WARNING
+                and r.name != OUTAGE_LOGGER]
+
+
+async def test_a_list_notification_that_gets_through_ends_the_outage(caplog, fresh_outage):
+    caplog.set_level(logging.INFO)
+    outage.failed("telling session lists", RedisConnectionError("Connection refused"))
+    await _group_send(owner_group(1), "some-session")  # the in-memory layer of the test settings
+    assert len(outage_lines(caplog, logging.INFO)) == 1
 
 
 # --- a real outage under a live server ------------------------------------------------------------
 
 CLIENTS = 3
 OUTAGE_S = 3.0  # how long Redis stays cut: the run goes on writing meanwhile
-FOLLOW_S = 120.0
+FOLLOW_S = 180.0
+# A run far longer than the test (10,000 steps of 20 ms): it is still going when Redis is back, whatever
+# the machine's load, and ends when the test stops it.
+LONG_RUN = {"n": 10_000, "delay_s": 0.02}
 
 
 @pytest.fixture
@@ -148,38 +177,94 @@ def database_rev(session_id) -> int:
         connection.close()  # read in a thread of its own
 
 
-async def watch_through_an_outage(server, viewer, session_id, proxy) -> tuple[list, int, int]:
-    clients = [StreamClient(server.ws_url, session_id, viewer.cookie) for _ in range(CLIENTS)]
-    following = [asyncio.create_task(client.follow(FOLLOW_S)) for client in clients]
-    deadline = time.monotonic() + START_S
-    while not all(client.rev for client in clients):  # every client live, the run under way
-        assert time.monotonic() < deadline, "the clients never got their snapshots"
+class ListClient:
+    """The live session list as static/js/session_list.js keeps it: on every connect it watches one
+    session's row; it reconnects on every close but 4401; `close_codes` says how the server ended each
+    socket and `statuses` the session's status in each row received."""
+
+    def __init__(self, ws_url: str, session_id: str, cookie: str):
+        self.url = f"{ws_url}/ws/sessions/"
+        self.origin = ws_url.replace("ws", "http", 1)
+        self.cookie = cookie
+        self.session_id = session_id
+        self.close_codes: list[int | None] = []
+        self.statuses: list[str] = []
+        self.resyncs = 0  # `rows` answers to a watch: one per socket that got through
+
+    async def follow(self, until_status: str, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not (self.statuses and self.statuses[-1] == until_status):
+            assert time.monotonic() < deadline, f"the list never showed the run {until_status}: {self.statuses}"
+            try:
+                await asyncio.wait_for(self._run_once(until_status), max(0.1, deadline - time.monotonic()))
+            except (OSError, asyncio.TimeoutError, InvalidHandshake):
+                pass
+            await asyncio.sleep(0.05)
+
+    async def _run_once(self, until_status: str) -> None:
+        async with connect(self.url, origin=self.origin, additional_headers={"Cookie": self.cookie},
+                           open_timeout=WAIT_S) as socket:
+            try:  # the server may have closed the socket already (4503): then sending fails
+                await socket.send(json.dumps({"type": "watch", "ids": [self.session_id], "newer_than": None}))
+                async for frame in socket:
+                    message = json.loads(frame)
+                    self.resyncs += message["type"] == "rows"
+                    rows = message["rows"] if message["type"] == "rows" else [message["row"]]
+                    self.statuses += [row["status"] for row in rows if row["id"] == self.session_id]
+                    if self.statuses and self.statuses[-1] == until_status:
+                        return
+            except ConnectionClosed:
+                pass
+            self.close_codes.append(socket.close_code)
+
+
+async def until(condition, what: str) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} within {WAIT_S:g} s"
         await asyncio.sleep(0.05)
+
+
+async def watch_through_an_outage(server, viewer, session_id, proxy) -> tuple[list, ListClient, int, int]:
+    clients = [StreamClient(server.ws_url, session_id, viewer.cookie) for _ in range(CLIENTS)]
+    session_list = ListClient(server.ws_url, session_id, viewer.cookie)
+    following = [asyncio.create_task(client.follow(FOLLOW_S)) for client in clients]
+    listing = asyncio.create_task(session_list.follow("cancelled", FOLLOW_S))
+    await until(lambda: all(client.rev for client in clients) and session_list.resyncs,
+                "every client live, the run under way")
+    resyncs_before = session_list.resyncs  # none can get through while Redis is cut: joining its group fails
     proxy.cut()
     cut_at = await asyncio.to_thread(database_rev, session_id)
     await asyncio.sleep(OUTAGE_S)
     restored_at = await asyncio.to_thread(database_rev, session_id)
     proxy.restore()
-    await asyncio.gather(*following)
-    return clients, cut_at, restored_at
+    # Back: every stream resynced past the outage, and the list resynced after its socket was closed.
+    await until(lambda: all(client.rev > restored_at for client in clients)
+                and session_list.resyncs > resyncs_before, "every client live again after the outage")
+    await asyncio.to_thread(viewer.stop, server, session_id)
+    await asyncio.gather(*following, listing)
+    return clients, session_list, cut_at, restored_at
 
 
 @scaled_only()
 def test_a_redis_outage_is_logged_once_and_clients_converge_to_the_database(start_server, viewer, redis_proxy):
     server = start_server(redis_url=redis_proxy.url("redis", urlsplit(settings.REDIS_URL).path))
-    session_id = viewer.launch(server, "slow_count", {"n": 200, "delay_s": 0.02})
-    clients, cut_at, restored_at = asyncio.run(watch_through_an_outage(server, viewer, session_id, redis_proxy))
+    session_id = viewer.launch(server, "slow_count", LONG_RUN)
+    clients, session_list, cut_at, restored_at = asyncio.run(
+        watch_through_an_outage(server, viewer, session_id, redis_proxy))
 
     session = wait_for_end(session_id)
     state, rows = database_view(session_id)
     lost = sum(client.differences(state, rows) for client in clients)
     record("redis-outage", sessions=1, nodes=len(rows), faults=1, lost=lost)
     assert restored_at > cut_at, "the run wrote nothing while Redis was cut: the test proved nothing"
-    assert session.status == "completed", session.error
+    assert session.status == "cancelled", session.error  # still running until the test stopped it
     assert lost == 0
     assert still_running([session_id]) == []
     assert all(CLOSE_TRY_AGAIN_LATER in client.close_codes and 1011 not in client.close_codes
                for client in clients)
+    assert CLOSE_TRY_AGAIN_LATER in session_list.close_codes and 1011 not in session_list.close_codes
+    assert session_list.statuses[-1] == "cancelled"
     log = server.log()
     assert server.trouble() == []
     assert len(re.findall(rf"WARNING {OUTAGE_LOGGER}: channel layer \(Redis\) unreachable", log)) == 1

@@ -16,6 +16,7 @@ from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from ...live.session_list_notify import list_notifier
 from ...models import Node, Session
 from ..values import clean_text, json_safe
 from .group_commit import flush_session, session_ended
@@ -44,11 +45,14 @@ def _json_safe_fields(fields: dict) -> dict:
 def queue_session(owner, **fields: Any) -> Session:
     """A new queued session owned by `owner` (function, args, model, ...).
 
-    Nothing is published: no one can be watching a session before it exists (its viewers start from
-    a snapshot).
+    Nothing is published to the session's own stream: no one can be watching a session before it exists
+    (its viewers start from a snapshot). Its owner's open session lists are told once it commits, so the
+    run shows at the top of their first page while it waits for a worker.
     """
-    with WriteTransaction(lean=False):
-        return Session.objects.create(owner=owner, status=Session.Status.QUEUED, **_json_safe_fields(fields))
+    with WriteTransaction(lean=False) as tx:
+        session = Session.objects.create(owner=owner, status=Session.Status.QUEUED, **_json_safe_fields(fields))
+        tx.after_commit(lambda: list_notifier.announce(session.owner_id, str(session.pk)))
+    return session
 
 
 def update_session(session_id, *, unless_terminal: bool = False, lease: Optional[str] = None,

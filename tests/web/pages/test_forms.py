@@ -172,7 +172,8 @@ def test_valid_submit_creates_the_session_and_opens_its_page(logged_in, test_fun
     assert response.status_code == 302 and response["Location"] == f"/sessions/{session.pk}/"
     assert session.owner == user and session.function == "widgets" and session.status == "queued"
     assert session.args["question"] == "what is it?" and session.args["count"] == 5
-    assert len(callbacks) == 1  # handed to the executor once the row is committed
+    # Once the row is committed: told to the owner's live lists, and handed to the executor.
+    assert len(callbacks) == 2
 
 
 def test_run_again_prefills_the_form_with_the_sessions_arguments(logged_in, test_functions, user):

@@ -1,7 +1,11 @@
 """A run's totals are read from its nodes: nodes by status, model calls and tokens, refusals by kind."""
+from datetime import datetime, timedelta, timezone
+
 import pytest
 
-from dag.recording.totals import empty_totals, session_totals, totals_for, warning_text
+from dag.live.list_rows import run_duration
+from dag.models import Session
+from dag.recording.totals import empty_totals, session_totals, totals_for, wall_ms, warning_text
 from runtime import agentic_function
 
 from ..dag_helpers import model_call, new_session, recording
@@ -67,3 +71,21 @@ def test_warning_text_names_each_kind_of_refusal():
     assert warning_text({"depth": 0, "budget": 0}) == ""
     assert warning_text({"depth": 2, "budget": 1}) == "2 refused · 1 over budget"
     assert warning_text({"depth": 0, "budget": 1}) == "1 over budget"
+
+
+START = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize("fields, now, wall, shown", [
+    ({"status": "queued"}, None, None, ""),
+    ({"status": "running", "started_at": START}, START + timedelta(seconds=1.125), 1125, "running"),
+    ({"status": "completed", "started_at": START, "finished_at": START + timedelta(milliseconds=59950)},
+     None, 59950, "60.0 s"),
+    ({"status": "cancelled", "finished_at": START}, None, None, ""),  # stopped before it started
+    ({"status": "interrupted", "started_at": START}, None, None, ""),  # ended without recording its end
+    ({"status": "completed", "started_at": START, "finished_at": START - timedelta(seconds=1)}, None, 0, "0 ms"),
+])
+def test_wall_time_and_the_lists_duration_come_from_one_computation(fields, now, wall, shown):
+    session = Session(function="entry", **fields)
+    assert wall_ms(session, now) == wall
+    assert run_duration(session) == shown
