@@ -2,8 +2,11 @@
 // of the first page of everything, over the socket `ws/sessions/` (dag/live/session_list_consumer.py).
 //
 // The server sends each row as HTML from the page's own row template, so a row changed live reads like
-// a row loaded. On every connect, and every few seconds while some row has not ended, the page asks for
-// its rows again ("watch"): that is the resync after a reconnect, and the repair of a lost message.
+// a row loaded. On every connect the page sends a "watch" naming the rows it shows; then, every five
+// seconds, one naming those of its rows that have not ended (if any, or always on the first page of
+// everything, whose watch also carries its newest row's creation time). The server answers with the
+// named rows as they are now and with every run created since that time: what a reconnect or a lost
+// message missed.
 // Stop buttons request a stop and show the phase the server answers; the socket brings the rest.
 
 import {stopSession} from "./api.js";
@@ -17,6 +20,9 @@ const pageSize = Number(table?.dataset.pageSize || 50);
 const RESYNC_MS = 5000;
 const MAX_BACKOFF_MS = 10000;
 const LOGGED_OUT = 4401;
+// The status of each run this page once showed and pushed past its end for newer ones: a later change of
+// such a run still moves the status counts it is part of.
+const pushedOffStatus = new Map();
 
 function rows() {
   return [...body.rows];
@@ -29,23 +35,47 @@ function rowElement(html) {
   return template.content.firstElementChild;
 }
 
-/** Put a row from the server in place: replace the shown one, or add a new run at the top. */
-function applyRow(row) {
+/** The creation time of the newest row shown (undefined while none is). */
+function newestShown() {
+  return body.rows[0]?.dataset.created;
+}
+
+/** Put a row from the server in place: replace the shown one, or add a run the page has no row for.
+ * `newest`: the newest row's creation time before this message, the line after which runs are new. */
+function applyRow(row, newest) {
   const shown = body.querySelector(`tr[data-session="${CSS.escape(row.id)}"]`);
-  if (!shown && !takesNewRuns) return; // not on this page (another page, or filtered out)
-  const element = rowElement(row.html);
   if (shown) {
     countStatus(shown.dataset.status, -1);
     countStatus(row.status, +1);
+    const element = rowElement(row.html);
     keepStopState(shown, element);
     shown.replaceWith(element);
     return;
   }
-  countStatus(row.status, +1);
-  countStatus("", +1); // "All"
-  const older = rows().find((other) => other.dataset.created < row.created_at);
-  body.insertBefore(element, older || null);
-  while (body.rows.length > pageSize) body.rows[body.rows.length - 1].remove();
+  if (!takesNewRuns) return; // not on this page (another page, or filtered out)
+  const pushedOff = pushedOffStatus.get(row.id);
+  if (pushedOff !== undefined) { // once shown here, now past the page's end: only its status count moves
+    countStatus(pushedOff, -1);
+    countStatus(row.status, +1);
+    pushedOffStatus.set(row.id, row.status);
+    return;
+  }
+  const shownRows = rows();
+  const oldest = shownRows[shownRows.length - 1]?.dataset.created;
+  const isNew = newest === undefined || row.created_at > newest;
+  // A run older than every row of a full page belongs to a later page (and is already counted).
+  if (!isNew && shownRows.length >= pageSize && row.created_at < oldest) return;
+  if (isNew) { // only a run created since the page was loaded is missing from the counts
+    countStatus(row.status, +1);
+    countStatus("", +1); // "All"
+  }
+  const older = shownRows.find((other) => other.dataset.created < row.created_at);
+  body.insertBefore(rowElement(row.html), older || null);
+  while (body.rows.length > pageSize) {
+    const last = body.rows[body.rows.length - 1];
+    pushedOffStatus.set(last.dataset.session, last.dataset.status);
+    last.remove();
+  }
   table.hidden = false;
   document.querySelector("[data-role=empty]")?.remove();
 }
@@ -95,7 +125,7 @@ class ListStream {
   /** Ask for the current state of `shown` rows (and, on the first page, of newer runs). */
   watch(shown) {
     if (this.socket?.readyState !== WebSocket.OPEN) return;
-    const newest = rows()[0]?.dataset.created || null;
+    const newest = newestShown() || null;
     this.socket.send(JSON.stringify({
       type: "watch",
       ids: shown.map((row) => row.dataset.session),
@@ -105,10 +135,11 @@ class ListStream {
 
   receive(message) {
     if (message.type === "rows") {
-      message.rows.forEach(applyRow);
+      const newest = newestShown(); // before the answer: its own new runs must not count each other out
+      message.rows.forEach((row) => applyRow(row, newest));
       this.scheduleResync();
     } else if (message.type === "row") {
-      applyRow(message.row);
+      applyRow(message.row, newestShown());
     }
   }
 
@@ -166,10 +197,12 @@ table?.addEventListener("click", async (event) => {
   try {
     const session = await stopSession(button.dataset.stopUrl);
     const row = currentRow(sessionId);
+    if (!row) return; // pushed off the page by newer runs meanwhile
     delete row.dataset.stopping;
     showPhase(row, session);
   } catch (error) {
     const row = currentRow(sessionId);
+    if (!row) return;
     delete row.dataset.stopping;
     const again = row.querySelector("[data-role=stop]");
     if (again) again.disabled = false;

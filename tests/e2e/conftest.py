@@ -40,15 +40,28 @@ def server_url(django_db_setup, django_db_blocker, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def browser():
+def playwright():
     if not os.access(CHROMIUM, os.X_OK):
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (make browser)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        yield browser
-        browser.close()
+        yield playwright
+
+
+@pytest.fixture(scope="session")
+def browser(playwright):
+    browser = launch_chromium(playwright)
+    yield browser
+    browser.close()
+
+
+@pytest.fixture(scope="session")
+def browser_with_scrollbars(playwright):
+    """A second Chromium whose scrollbars take width (the default one's are hidden)."""
+    browser = launch_chromium(playwright, scrollbars=True)
+    yield browser
+    browser.close()
 
 
 @pytest.fixture
@@ -59,7 +72,16 @@ def user(transactional_db):
 
 @pytest.fixture
 def page(browser, server_url, user):
-    """A logged-in page; console errors of the app fail the test."""
+    yield from logged_in_page(browser, server_url, user)
+
+
+@pytest.fixture
+def page_with_scrollbars(browser_with_scrollbars, server_url, user):
+    yield from logged_in_page(browser_with_scrollbars, server_url, user)
+
+
+def logged_in_page(browser, server_url, user):
+    """A page of `browser` logged in as `user`; console errors of the app fail the test."""
     context = browser.new_context(base_url=server_url, viewport={"width": 1400, "height": 900})
     page = context.new_page()
     errors = []

@@ -45,11 +45,15 @@ class DaphneServer:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.process.kill()
+            self.process.wait()  # reaped, not left a zombie
         self._log.close()
 
 
-def launch_chromium(playwright):
-    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+def launch_chromium(playwright, scrollbars: bool = False):
+    """Debian's Chromium, headless. `scrollbars`: drawing classic scrollbars that take width, as a desktop
+    browser does (Playwright starts headless Chromium with --hide-scrollbars, which hides them)."""
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS,
+                                      ignore_default_args=["--hide-scrollbars"] if scrollbars else None)
 
 
 def session_cookie(user) -> dict:

@@ -43,6 +43,22 @@ def finished_run(page, function, fields, status="completed"):
     return session_id
 
 
+def long_run(page):
+    """A run that goes on far longer than any test waits for a state of it (200 counts, 0.5 s each):
+    whatever the machine's load, it is still running until the test presses Stop."""
+    return launch_from_form(page, "slow_count", {"n": 200, "delay_s": 0.5})
+
+
+def stop(page):
+    page.get_by_role("button", name="Stop").click()
+    expect(role(page, "session-status")).to_have_text("cancelled", timeout=30000)
+
+
+def shown_counts(page) -> dict:
+    return {element.get_attribute("data-count"): shown_number(element)
+            for element in role(page, "totals").locator("[data-count]").all()}
+
+
 def test_the_timeline_shows_a_bar_per_call_and_selecting_one_shows_the_call(page):
     session_id = finished_run(page, "wiki_agent", {"question": "How does the recursion guard work?"})
     nodes = nodes_of(page, session_id)
@@ -71,7 +87,8 @@ def test_the_timeline_shows_a_bar_per_call_and_selecting_one_shows_the_call(page
 
 
 def test_the_timeline_zooms_to_a_dragged_range_and_back(page):
-    finished_run(page, "slow_count", {"n": 6, "delay_s": 0.05})
+    session_id = finished_run(page, "slow_count", {"n": 6, "delay_s": 0.05})
+    nodes = nodes_of(page, session_id)
     page.get_by_role("button", name="Timeline").click()
     bars = page.locator("[data-role=timeline-canvas] .tl-bar")
     expect(bars).to_have_count(7)
@@ -81,16 +98,13 @@ def test_the_timeline_zooms_to_a_dragged_range_and_back(page):
     wide = last.bounding_box()["x"]
     track = page.locator(".tl-track").first.bounding_box()
     # Drag across the last third of the run: the last call's bar moves left and grows.
-    y = track["y"] + track["height"] / 2
-    page.mouse.move(track["x"] + track["width"] * 0.66, y)
-    page.mouse.down()
-    page.mouse.move(track["x"] + track["width"] * 0.8, y, steps=5)
-    page.mouse.move(track["x"] + track["width"] * 0.99, y, steps=5)
-    page.mouse.up()
+    drag_across(page, track, 0.66, 0.99)
     expect(range_label).not_to_have_text("")
     assert last.bounding_box()["x"] < wide
-    # The first call's bar now lies before the range: not drawn, its row still there.
-    expect(page.locator(".tl-bar.is-outside").first).to_be_attached()
+    # The first count_step's bar (nodes[1]; the entry call spans the whole run) now lies before the
+    # range: not drawn, its row still there.
+    expect(page.locator(f".tl-bar[data-id='{nodes[1]['id']}']")).to_have_class(re.compile("is-outside"))
+    expect(page.locator(f".tl-bar[data-id='{nodes[0]['id']}']")).not_to_have_class(re.compile("is-outside"))
     page.get_by_role("button", name="Whole run").click()
     expect(range_label).to_have_text("")
     expect(page.locator(".tl-bar.is-outside")).to_have_count(0)
@@ -98,6 +112,22 @@ def test_the_timeline_zooms_to_a_dragged_range_and_back(page):
     expect(range_label).not_to_have_text("")
     page.get_by_role("button", name="Zoom out").click()
     expect(range_label).to_have_text("")  # zoomed back out to the whole run
+    # Zoomed out from a range at the start, the wider range still begins at the run's start (no
+    # negative times before it).
+    drag_across(page, track, 0.02, 0.2)
+    expect(range_label).not_to_have_text("")
+    page.get_by_role("button", name="Zoom out").click()
+    expect(range_label).to_have_text(re.compile(r"^0 ms – \d"))
+
+
+def drag_across(page, track, low, high):
+    """Drag over the bars from `low` to `high`, shares of the track's width."""
+    y = track["y"] + track["height"] / 2
+    page.mouse.move(track["x"] + track["width"] * low, y)
+    page.mouse.down()
+    page.mouse.move(track["x"] + track["width"] * (low + high) / 2, y, steps=5)
+    page.mouse.move(track["x"] + track["width"] * high, y, steps=5)
+    page.mouse.up()
 
 
 def test_runaway_agent_has_refused_bars_and_its_header_warns(page):
@@ -135,15 +165,11 @@ def test_the_header_totals_equal_the_api(page):
     nodes = nodes_of(page, session_id)
     expected = expected_totals(nodes)
     api = page.request.get(f"/api/sessions/{session_id}/").json()
-    for key in ("counts", "usage"):  # the API's own figures, where this branch serves them
-        if key in api:
-            assert api[key] == expected[key]
+    assert api["counts"] == expected["counts"] and api["usage"] == expected["usage"]
     totals = role(page, "totals")
     for key, value in expected["usage"].items():
         expect(totals.locator(f"[data-total={key}]")).to_have_text(f"{value:,}")
-    shown = {element.get_attribute("data-count"): shown_number(element)
-             for element in totals.locator("[data-count]").all()}
-    assert shown == expected["counts"]
+    assert shown_counts(page) == expected["counts"]
     assert expected["usage"]["llm_calls"] > 0 and expected["usage"]["input_tokens"] > 0
     session = Session.objects.get(pk=session_id)
     wall_ms = (session.finished_at - session.started_at).total_seconds() * 1000
@@ -153,13 +179,18 @@ def test_the_header_totals_equal_the_api(page):
 
 
 def test_totals_follow_a_running_run(page):
-    launch_from_form(page, "slow_count", {"n": 8, "delay_s": 0.3})
-    # While it runs: the entry call and the count_step waiting its delay_s are running.
+    session_id = long_run(page)
+    # While it runs: the entry call and the count_step waiting its delay_s are running, and the
+    # finished count_steps add up.
     expect(role(page, "totals").locator("[data-count=running]")).to_have_text("2")
-    completed = role(page, "totals").locator("[data-count=completed]")
-    expect(role(page, "session-status")).to_have_text("completed")
-    expect(completed).to_have_text("9")
+    expect(role(page, "totals").locator("[data-count=completed]")).to_be_attached()
+    stop(page)
     expect(role(page, "totals").locator("[data-count=running]")).to_have_count(0)
+    # Once it ended, the totals are those of every call it made, as the API lists them.
+    expected = expected_totals(nodes_of(page, session_id))["counts"]
+    assert "running" not in expected
+    expect(role(page, "totals").locator("[data-count=cancelled]")).to_have_text(f"{expected['cancelled']:,}")
+    assert shown_counts(page) == expected
 
 
 def test_search_finds_a_call_that_is_not_in_the_page_and_steps_through_matches(page):
@@ -219,6 +250,21 @@ def test_jump_to_error_selects_the_first_failed_call(page, user):
     assert abs(bar["x"] - (track["x"] + track["width"])) <= 4
 
 
+def test_the_timeline_axis_lines_up_with_the_bars_beside_a_scrollbar(page_with_scrollbars, user):
+    page = page_with_scrollbars
+    session = make_big_session(user, timed=True)
+    page.goto(f"/sessions/{session.id}/")
+    expect(role(page, "tree-count")).to_have_text("10000 nodes")
+    page.get_by_role("button", name="Timeline").click()
+    expect(page.locator(".tl-bar").first).to_be_visible()
+    scroller = role(page, "timeline-scroll")
+    assert scroller.evaluate("(box) => box.offsetWidth - box.clientWidth") > 0  # a scrollbar takes width
+    # The axis's track spans what the bars' tracks span, so a tick stands over the time it names.
+    axis = page.locator(".tl-axis-track").bounding_box()
+    track = page.locator(".tl-track").first.bounding_box()
+    assert abs(axis["x"] - track["x"]) <= 1 and abs(axis["width"] - track["width"]) <= 1, (axis, track)
+
+
 def test_the_download_saves_the_session_as_json(page):
     session_id = finished_run(page, "wiki_agent", {"question": "Who wrote the guard?"})
     with page.expect_download() as download_info:
@@ -236,11 +282,11 @@ def test_the_download_saves_the_session_as_json(page):
 
 
 def test_the_live_badge_turns_off_when_the_run_ends(page):
-    launch_from_form(page, "slow_count", {"n": 5, "delay_s": 0.3})
+    long_run(page)
     badge = role(page, "connection")
     expect(badge).to_have_text("live")
     expect(badge).to_have_class(re.compile("conn-live"))
-    expect(role(page, "session-status")).to_have_text("completed")
+    stop(page)
     expect(badge).to_have_text("ended")
     expect(badge).not_to_have_class(re.compile("conn-live"))
 
@@ -267,7 +313,7 @@ def test_a_large_session_says_how_much_is_loaded_until_all_is(page, user):
 
 
 def test_the_timeline_of_a_running_run_grows_and_running_bars_reach_now(page):
-    launch_from_form(page, "slow_count", {"n": 30, "delay_s": 0.3})
+    long_run(page)
     page.get_by_role("button", name="Timeline").click()
     bars = page.locator("[data-role=timeline-canvas] .tl-bar")
     # The entry call and at least two count_steps: new bars arrive without a reload.
@@ -278,6 +324,5 @@ def test_the_timeline_of_a_running_run_grows_and_running_bars_reach_now(page):
     track = page.locator(".tl-track").first.bounding_box()
     box = running.bounding_box()
     assert abs(box["x"] + box["width"] - (track["x"] + track["width"])) <= 2
-    page.get_by_role("button", name="Stop").click()
-    expect(role(page, "session-status")).to_have_text("cancelled")
+    stop(page)
     expect(page.locator(".tl-bar.status-running")).to_have_count(0)

@@ -156,20 +156,30 @@ export class TimelineView {
     this.setRange([middle - half, middle + half]);
   }
 
+  /** Show `range` ([from, to] in ms), kept within the run; null shows the whole run. */
   setRange(range) {
-    if (range) {
-      const [start, end] = this.options.extent();
-      const whole = [start ?? range[0], end ?? steppedNow()];
-      // Zooming out past the whole run is the whole run again (which then keeps growing while live).
-      if (range[0] <= whole[0] && range[1] >= whole[1]) range = null;
-    }
-    this.range = range;
+    this.range = range && this.withinRun(range);
     this.render();
   }
 
-  /** The time at a client x position over the bars' track (the axis has the same horizontal extent). */
+  /** `range` moved inside the run's extent, its span kept where it fits: a zoom near an end shows no time
+   * before the start (negative) or after the end. As wide as the run or wider, it is null: the whole
+   * run, which then keeps growing while live. */
+  withinRun([low, high]) {
+    const [start, end] = this.options.extent();
+    const first = start ?? low;
+    const last = end ?? steppedNow();
+    const span = high - low;
+    if (span >= last - first) return null;
+    const from = Math.min(Math.max(low, first), last - span);
+    return [from, from + span];
+  }
+
+  /** The time at a client x position over the bars' track. Measured on a bar row's track (the axis
+   * lines up with it through the scrollbar gutter both reserve, timeline.css). */
   timeAt(clientX) {
-    const box = this.axis.querySelector(".tl-axis-track").getBoundingClientRect();
+    const track = this.canvas.querySelector(".tl-track") || this.axis.querySelector(".tl-axis-track");
+    const box = track.getBoundingClientRect();
     const [from, to] = this.window();
     const share = Math.min(1, Math.max(0, (clientX - box.left) / box.width));
     return {time: from + share * (to - from), x: Math.min(box.right, Math.max(box.left, clientX)), box};
@@ -221,7 +231,7 @@ export class TimelineView {
     this.selectedId = id;
     if (!this.visible) return;
     this.render();
-    scrollRowIntoView(this.scroller, this.indexOf.get(id) ?? -1, BAR_ROW_HEIGHT, {center: true});
+    scrollRowIntoView(this.scroller, this.indexOf.get(id) ?? -1, BAR_ROW_HEIGHT);
     this.render();
   }
 }

@@ -1,9 +1,9 @@
 // A run's totals, computed in the browser from the nodes the page holds: nodes by status, model calls,
 // input and output tokens, and the refusals that its status alone hides. The same figures as the
-// server's (dag/recording/totals.py): a refused node whose `refusal` starts with "budget" is over
-// budget, any other refused node was refused by the depth guard.
+// server's (dag/recording/totals.py): a refused node a delegation budget refused (dom.js
+// refusedByBudget) is over budget, any other refused node was refused by the depth guard.
 
-import {clear, el, elapsedMs, formatDuration} from "../dom.js";
+import {clear, el, elapsedMs, formatDuration, refusedByBudget} from "../dom.js";
 
 // The order the header lists statuses in: what is still going first, then the outcomes.
 const STATUS_ORDER = ["running", "completed", "error", "refused", "cancelled", "interrupted"];
@@ -14,7 +14,7 @@ export function runTotals(nodes) {
   const refusals = {depth: 0, budget: 0};
   for (const node of nodes.values()) {
     counts[node.status] = (counts[node.status] || 0) + 1;
-    if (node.status === "refused") refusals[(node.refusal || "").startsWith("budget") ? "budget" : "depth"] += 1;
+    if (node.status === "refused") refusals[refusedByBudget(node) ? "budget" : "depth"] += 1;
     if (node.kind === "llm") {
       usage.llm_calls += 1;
       usage.input_tokens += Number(node.usage?.input_tokens) || 0;

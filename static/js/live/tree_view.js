@@ -183,10 +183,9 @@ export class TreeView {
   }
 
   /** Scroll so that row `index` is in view (no movement if it already is). */
-  scrollToRow(index, {center = false} = {}) {
-    scrollRowIntoView(this.scroller, index, ROW_HEIGHT, {center});
+  scrollToRow(index) {
+    scrollRowIntoView(this.scroller, index, ROW_HEIGHT);
   }
-
 }
 
 function updateInPlace(element, fresh) {

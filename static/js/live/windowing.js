@@ -10,13 +10,13 @@ export function rowsInView(scroller, canvas, count, rowHeight, overscan) {
   return [first, last];
 }
 
-/** Scroll so that row `index` is in view (no movement if it already is): near the bottom edge, or
- * mid-view with `center`. */
-export function scrollRowIntoView(scroller, index, rowHeight, {center = false} = {}) {
+/** Scroll so that row `index` is in view, just above the bottom edge; no movement if it already is (a
+ * click on a row in view must not move it away from the pointer). */
+export function scrollRowIntoView(scroller, index, rowHeight) {
   if (index < 0) return;
   const top = index * rowHeight;
   const view = scroller.clientHeight;
   const current = scroller.scrollTop;
   if (top >= current && top + rowHeight <= current + view) return;
-  scroller.scrollTop = center ? top - view / 2 : Math.max(0, top - view + rowHeight * 2);
+  scroller.scrollTop = Math.max(0, top - view + rowHeight * 2);
 }
