@@ -40,7 +40,7 @@ def totals_for(session_ids: Iterable) -> dict:
         entry = totals[row["session_id"]]
         entry["counts"][row["status"]] = entry["counts"].get(row["status"], 0) + row["n"]
         if row["status"] == Node.Status.REFUSED:
-            kind = "budget" if row["refusal"].startswith("budget") else "depth"
+            kind = "budget" if row["refusal"].startswith("budget:") else "depth"
             entry["refusals"][kind] += row["n"]
     tokens = (nodes.filter(kind=Node.Kind.LLM).values("session_id").order_by()
               .annotate(llm_calls=Count("id"),
