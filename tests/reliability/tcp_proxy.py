@@ -9,6 +9,8 @@ from __future__ import annotations
 import socket
 import threading
 
+from .bounds import REPLY_S
+
 
 class TcpProxy:
     def __init__(self, target_host: str, target_port: int):
@@ -54,7 +56,7 @@ class TcpProxy:
                 _reset(client)
                 continue
             try:
-                upstream = socket.create_connection(self.target, timeout=5)
+                upstream = socket.create_connection(self.target, timeout=REPLY_S)
                 upstream.settimeout(None)
             except OSError:
                 _reset(client)
