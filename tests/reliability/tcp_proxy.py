@@ -21,7 +21,6 @@ class TcpProxy:
         self._open: set[socket.socket] = set()
         self._cut = False
         self._closed = False
-        self.refused = 0  # connections refused while cut
         threading.Thread(target=self._accept, name="tcp-proxy", daemon=True).start()
 
     def url(self, scheme: str, path: str = "") -> str:
@@ -52,7 +51,6 @@ class TcpProxy:
             with self._lock:
                 refuse = self._cut
             if refuse:
-                self.refused += 1
                 _reset(client)
                 continue
             try:
