@@ -156,12 +156,24 @@ else:
 # process's memory would let each server process, and each restart, grant the full rate again. Redis is
 # shared by every process when there is one; otherwise files under var/ are shared by the processes of
 # this machine (the embedded default is one machine).
+
+
+def throttle_cache(prefix: str) -> dict:
+    """The "throttles" cache with keys named by `prefix`, so that forgetting the attempts
+    (dag.accounts.throttles.forget_attempts) forgets only that prefix's: the test suite takes its own and
+    leaves a dev server's counts, and another test run's, alone. A file cache cannot clear by prefix
+    (its file names are hashes), so there the prefix also names the cache's directory."""
+    if not prefix.replace("-", "").replace("_", "").isalnum():
+        raise ImproperlyConfigured(f"OPENPROGRAM_THROTTLE_PREFIX must be letters, digits, - and _; got {prefix!r}")
+    location = ({"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL} if REDIS_URL
+                else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+                      "LOCATION": str(VAR_DIR / "throttles" / prefix)})
+    return location | {"KEY_PREFIX": prefix}
+
+
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-    "throttles": ({"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
-                  if REDIS_URL else
-                  {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-                   "LOCATION": str(VAR_DIR / "throttles")}) | {"KEY_PREFIX": "openprogram-throttle"},
+    "throttles": throttle_cache(os.environ.get("OPENPROGRAM_THROTTLE_PREFIX", "").strip() or "openprogram-throttle"),
 }
 
 # The Celery broker, when runs execute on Celery workers (OPENPROGRAM_EXECUTOR=celery); see

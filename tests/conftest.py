@@ -1,10 +1,29 @@
+import os
+import shutil
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
+from openprogram_web.settings import throttle_cache
 from runtime import registry
 
 UNIT_TESTS = Path(__file__).parent / "unit"
+
+# The password throttle's keys (openprogram_web.settings.throttle_cache) for this run only: the tests'
+# `forget_attempts()` then clears this run's counts, never a dev server's (the default prefix) or another
+# test run's in this checkout or on the same Redis database. The environment carries it to every server
+# process a test starts; this process read its settings before any conftest (pytest-django loads them
+# first), so its cache is set here too, before its first use.
+THROTTLE_PREFIX = f"test-{os.getpid()}"
+os.environ["OPENPROGRAM_THROTTLE_PREFIX"] = THROTTLE_PREFIX
+settings.CACHES["throttles"] = throttle_cache(THROTTLE_PREFIX)
+
+
+def pytest_sessionfinish(session):
+    """Remove this run's throttle directory (on the file cache; Redis keys go with `forget_attempts`)."""
+    if settings.CACHES["throttles"]["BACKEND"].endswith("FileBasedCache"):
+        shutil.rmtree(settings.CACHES["throttles"]["LOCATION"], ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -45,16 +45,21 @@ def login_wait(request) -> int | None:
 
 
 def forget_attempts() -> None:
-    """Forget every counted password attempt (tests; an administrator after a lock-out).
+    """Forget every password attempt counted under this process's OPENPROGRAM_THROTTLE_PREFIX (tests; an
+    administrator after a lock-out); attempts counted under another prefix stay.
 
-    On Redis only the throttle's own keys go: `clear()` would empty the whole Redis database, which the
-    channel layer and the Celery broker may share."""
+    On files the prefix has a directory of its own (settings.CACHES), which `clear()` empties. On Redis
+    only the keys under the prefix go: `clear()` would empty the whole Redis database, which the channel
+    layer, the Celery broker and other prefixes' counts may share."""
     from django.core.cache.backends.redis import RedisCache
 
     cache = caches[THROTTLE_CACHE]
     if not isinstance(cache, RedisCache):
         cache.clear()
         return
+    # Django's cache API has no delete-by-pattern, so this reaches the redis-py client behind the cache
+    # (RedisCache._cache, private but stable since Django 4.0): it is the cache's own connection pool and
+    # LOCATION, and `make_key("*")` puts KEY_PREFIX and the key version in the pattern, as in every key.
     client = cache._cache.get_client(write=True)
     keys = list(client.scan_iter(match=cache.make_key("*")))
     if keys:

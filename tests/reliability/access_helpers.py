@@ -12,6 +12,8 @@ from django.urls import URLPattern, URLResolver, get_resolver, resolve
 
 from runtime import agentic_function, function
 
+from .bounds import REPLY_S
+
 MODULE = __name__
 SECRET = "s3cr3t-hidden-value-7f1e"
 
@@ -97,10 +99,10 @@ async def stream(session_id, headers) -> tuple[bool, list[dict], int | None]:
     from openprogram_web.asgi import application
 
     communicator = WebsocketCommunicator(application, f"/ws/sessions/{session_id}/", headers=headers)
-    accepted, code = await communicator.connect(timeout=10)
+    accepted, code = await communicator.connect(timeout=REPLY_S)
     frames = []
     while accepted:
-        message = await communicator.receive_output(timeout=10)
+        message = await communicator.receive_output(timeout=REPLY_S)
         if message["type"] == "websocket.close":
             code = message.get("code")
             break

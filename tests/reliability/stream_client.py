@@ -31,7 +31,6 @@ class StreamClient:
         self.rev: int | None = None
         self.session: dict = {}
         self.nodes: dict[int, dict] = {}
-        self.connections = 0  # sockets opened
         self.snapshots = 0  # snapshots received in full (one per connection, unless it dropped first)
         self.close_codes: list[int | None] = []  # how each socket the server ended was closed
         self._socket = None
@@ -66,7 +65,6 @@ class StreamClient:
         query = "" if self.rev is None else f"?since_rev={self.rev}"
         async with connect(self.base + query, origin=self.origin, additional_headers={"Cookie": self.cookie},
                            max_size=None, open_timeout=20) as socket:
-            self.connections += 1
             self._socket = socket
             try:
                 async for frame in socket:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import socket
 import threading
 
+from .bounds import REPLY_S
+
 
 class TcpProxy:
     def __init__(self, target_host: str, target_port: int):
@@ -19,7 +21,6 @@ class TcpProxy:
         self._open: set[socket.socket] = set()
         self._cut = False
         self._closed = False
-        self.refused = 0  # connections refused while cut
         threading.Thread(target=self._accept, name="tcp-proxy", daemon=True).start()
 
     def url(self, scheme: str, path: str = "") -> str:
@@ -50,11 +51,10 @@ class TcpProxy:
             with self._lock:
                 refuse = self._cut
             if refuse:
-                self.refused += 1
                 _reset(client)
                 continue
             try:
-                upstream = socket.create_connection(self.target, timeout=5)
+                upstream = socket.create_connection(self.target, timeout=REPLY_S)
                 upstream.settimeout(None)
             except OSError:
                 _reset(client)

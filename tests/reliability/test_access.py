@@ -10,6 +10,7 @@ from rest_framework.test import APIClient
 
 from dag.models import Session
 from tests.reliability.access_helpers import MODULE, OWN_PAGE, SECRET, every_path, session_cookie, stream
+from tests.reliability.bounds import START_S
 from tests.reliability.figures import record
 from tests.web.launch_helpers import wait_for_end
 
@@ -46,7 +47,7 @@ def owned(user, access_functions):
     response = client.post("/api/sessions/", {"function": "uses_secret", "args": {"question": "anything?"}},
                            format="json")
     assert response.status_code == 201, response.content
-    session = wait_for_end(Session.objects.get(pk=response.json()["id"]), timeout=60)
+    session = wait_for_end(Session.objects.get(pk=response.json()["id"]), timeout=START_S)
     assert session.status == "completed", session.error
     return session
 
@@ -155,7 +156,7 @@ def test_with_the_csrf_token_the_same_requests_are_let_through(owned):
     assert stopped.status_code == 200
     form = browser.post("/functions/uses_secret/", {"question": "again", "csrfmiddlewaretoken": token})
     assert form.status_code == 302
-    wait_for_end(Session.objects.exclude(pk=owned.pk).get(), timeout=60)
+    wait_for_end(Session.objects.exclude(pk=owned.pk).get(), timeout=START_S)
 
 
 # --- another origin --------------------------------------------------------------------------------

@@ -8,6 +8,8 @@ The runs are long (slow_count of 10,000 steps) and end when the test ends them (
 import asyncio
 import time
 
+from django.utils import timezone
+
 from dag.models import Node, Session
 
 from .figures import record
@@ -57,30 +59,39 @@ def test_a_client_dropping_50_times_mid_run_converges_to_the_database(start_serv
 
 
 CLIENTS = 2
+# A lease shorter than the default, so the restarted server's reaper writes the dead run off within seconds,
+# yet 20 heartbeats long: a live server's heartbeat starved by a busy machine does not let its own reaper
+# write the run off before the kill.
+LEASE = {"OPENPROGRAM_LEASE_S": "10", "OPENPROGRAM_HEARTBEAT_S": "0.5"}
 
 
 async def kill_and_restart(server, viewer, session_id, tmp_path):
+    """SIGKILL the server mid-run and start another on its port; (the clients, the new server, when the
+    first was dead)."""
     clients = [StreamClient(server.ws_url, session_id, viewer.cookie) for _ in range(CLIENTS)]
     following = [asyncio.create_task(client.follow(FOLLOW_S)) for client in clients]
     await wait_until(lambda: all(client.rev and client.rev > 10 for client in clients), "the run to be under way")
-    server.kill()
-    restarted = server.restart(tmp_path / "daphne-restarted.log")  # the clients reconnect to it by themselves
-    await asyncio.gather(*following)
-    return clients, restarted
+    # Both block (waiting for the process, polling the port): in threads, so the clients keep reading.
+    await asyncio.to_thread(server.kill)
+    killed_at = timezone.now()
+    restarted = await asyncio.to_thread(server.restart, tmp_path / "daphne-restarted.log")
+    await asyncio.gather(*following)  # the clients reconnect to the new server by themselves
+    return clients, restarted, killed_at
 
 
 def test_a_server_killed_mid_run_ends_it_interrupted_and_clients_converge(start_server, viewer, tmp_path):
-    # A short lease, so the restarted server's reaper writes the dead run off within seconds.
-    server = start_server(OPENPROGRAM_LEASE_S="3", OPENPROGRAM_HEARTBEAT_S="0.5")
+    server = start_server(**LEASE)
     session_id = viewer.launch(server, "slow_count", LONG_RUN)
-    clients, restarted = asyncio.run(kill_and_restart(server, viewer, session_id, tmp_path))
+    clients, restarted, killed_at = asyncio.run(kill_and_restart(server, viewer, session_id, tmp_path))
     start_server.started.append(restarted)  # stopped with the others
 
-    session = wait_for_end(session_id)
+    session = wait_for_end(session_id, timeout=START_S + float(LEASE["OPENPROGRAM_LEASE_S"]))
     state, rows = database_view(session_id)
     lost = sum(client.differences(state, rows) for client in clients)
     record("faults-sigkill", sessions=1, nodes=len(rows), faults=1, lost=lost)
     assert session.status == Session.Status.INTERRUPTED
+    # Written off by the restarted server after the kill, not by the live first one on a starved heartbeat.
+    assert session.finished_at > killed_at, (session.finished_at, killed_at)
     assert "lease" in session.error and str(server.pid) in session.error, session.error
     assert lost == 0
     assert still_running([session_id]) == []

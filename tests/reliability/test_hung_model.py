@@ -8,7 +8,12 @@ from runtime.providers.sdk import DEFAULT_TIMEOUT_S
 from runtime.retry import RetryPolicy
 from runtime.runtime import Runtime, use_runtime
 from tests.unit.fakes.protocols import OpenAIWire
+from tests.reliability.bounds import REPLY_S
 from tests.unit.fakes.server import FakeServer, hang
+
+# The runs' time budget: far below the provider's 30 s timeout, yet long enough that the request reaches
+# the hung server before it is spent however busy the machine (a budget spent first sends nothing).
+BUDGET_S = 3.0
 
 
 def test_the_defaults_give_up_on_a_hung_server_within_about_a_minute(monkeypatch):
@@ -32,14 +37,15 @@ def test_a_budget_block_cuts_a_hung_call_short_with_the_budget_error():
     with FakeServer([hang] * 4) as server:
         runtime = Runtime(provider=hung_provider(server))
         with pytest.raises(BudgetExceeded) as caught:
-            with Budget(timeout_s=0.3):
+            with Budget(timeout_s=BUDGET_S):
                 runtime.llm("hello")
     assert caught.value.dimension == "time" and "timeout_s" in str(caught.value)
+    assert server.arrived.wait(REPLY_S)  # the server thread has recorded the request
     assert len(server.requests) == 1  # no retry was started past the deadline
 
 
 def test_an_agentic_functions_budget_bounds_its_model_call():
-    @agentic_function(register_globally=False, budget=Budget(timeout_s=0.3))
+    @agentic_function(register_globally=False, budget=Budget(timeout_s=BUDGET_S))
     def ask(runtime=None) -> str:
         """Ask the model once."""
         return runtime.llm("hello")
@@ -49,4 +55,5 @@ def test_an_agentic_functions_budget_bounds_its_model_call():
             with pytest.raises(BudgetExceeded) as caught:
                 ask()
     assert caught.value.dimension == "time"
+    assert server.arrived.wait(REPLY_S)
     assert len(server.requests) == 1

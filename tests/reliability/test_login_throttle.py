@@ -2,11 +2,16 @@
 
 The window is driven by the throttle's clock, never by sleeping.
 """
+import os
+import shutil
+
 import pytest
+from django.core.cache import CacheHandler, caches
 from django.test import Client
 from rest_framework.test import APIClient
 
-from dag.accounts.throttles import LoginRateThrottle
+from dag.accounts.throttles import THROTTLE_CACHE, LoginRateThrottle, forget_attempts
+from openprogram_web.settings import throttle_cache
 
 pytestmark = pytest.mark.django_db
 
@@ -99,3 +104,22 @@ def test_two_server_processes_share_one_count(user, settings):
     assert out.stdout.strip() == "[None, None, None]"  # three allowed there
     refused = Client().post("/accounts/login/", {**RIGHT, "next": "/"})  # the same address, here
     assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+
+
+def test_forgetting_the_attempts_leaves_another_prefixes_counts_alone():
+    """A test run counts under its own prefix, so its `forget_attempts()` before and after every test never
+    wipes a dev server's counts (the default prefix) or another run's on the same files or Redis database."""
+    own = caches[THROTTLE_CACHE]
+    assert own.key_prefix == os.environ["OPENPROGRAM_THROTTLE_PREFIX"] != "openprogram-throttle"
+    other_settings = throttle_cache(f"{own.key_prefix}-other")
+    other = CacheHandler({"other": other_settings})["other"]
+    try:
+        own.set("attempts", [1.0])
+        other.set("attempts", [2.0])
+        forget_attempts()
+        assert own.get("attempts") is None
+        assert other.get("attempts") == [2.0]
+    finally:
+        other.delete("attempts")  # never `clear()`: on Redis it would empty the whole database
+        if other_settings["BACKEND"].endswith("FileBasedCache"):
+            shutil.rmtree(other_settings["LOCATION"], ignore_errors=True)

@@ -25,6 +25,7 @@ from schemathesis import GenerationMode
 from dag.accounts import tokens
 from dag.models import Session
 from openprogram_web.asgi import application
+from tests.reliability.bounds import START_S
 from tests.reliability.figures import record
 from tests.web.launch_helpers import wait_for, wait_for_end
 
@@ -82,7 +83,7 @@ def own_session_ids(api_user):
     client.force_authenticate(api_user)
     finished = client.post("/api/sessions/", {"function": "wiki_agent", "args": {"question": "guard?"}},
                            format="json").json()["id"]
-    wait_for_end(Session.objects.get(pk=finished), timeout=60)
+    wait_for_end(Session.objects.get(pk=finished), timeout=START_S)
     queued = Session.objects.create(owner=api_user, function="wiki_agent", args={"question": "later"})
     return [finished, str(queued.pk)]
 
@@ -134,5 +135,5 @@ def test_every_operation_answers_as_its_schema_says(api_user, own_session_ids):
             send()
 
     wait_for(lambda: not Session.objects.filter(status__in=("queued", "running"))
-             .exclude(pk=own_session_ids[1]).exists(), timeout=60, what="the launched sessions to end")
+             .exclude(pk=own_session_ids[1]).exists(), timeout=START_S, what="the launched sessions to end")
     record("schemathesis", inputs=cases)

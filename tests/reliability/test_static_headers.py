@@ -1,9 +1,8 @@
 """Item 5: static files carry the security headers pages get, and the CSP lets a page open a websocket to
 its own origin only."""
 import pytest
-from asgiref.testing import ApplicationCommunicator
 
-from openprogram_web.asgi import application
+from tests.reliability.asgi_http import get
 
 pytestmark = pytest.mark.django_db
 
@@ -11,16 +10,9 @@ SECURITY_HEADERS = ("content-security-policy", "x-content-type-options", "x-fram
                     "cross-origin-opener-policy")
 
 
-async def headers_of(path, host=b"127.0.0.1:8000", scheme="http", extra=(), app=application):
-    scope = {"type": "http", "http_version": "1.1", "method": "GET", "scheme": scheme, "path": path,
-             "raw_path": path.encode(), "query_string": b"", "headers": [(b"host", host), *extra]}
-    communicator = ApplicationCommunicator(app, scope)
-    await communicator.send_input({"type": "http.request", "body": b""})
-    start = await communicator.receive_output(timeout=5)
-    while (await communicator.receive_output(timeout=5)).get("more_body"):
-        pass
-    await communicator.wait(timeout=5)
-    return start["status"], {name.decode().lower(): value.decode() for name, value in start["headers"]}
+async def headers_of(path, **request):
+    response = await get(path, **request)
+    return response.status, response.headers
 
 
 def security(headers):

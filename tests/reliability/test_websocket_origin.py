@@ -5,6 +5,7 @@ from channels.testing import WebsocketCommunicator
 
 from openprogram_web.asgi import application
 from openprogram_web.websocket_origin import origin_allowed
+from tests.reliability.bounds import REPLY_S
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -66,9 +67,9 @@ async def handshake(origin, host):
     """(accepted, close code) of a stream handshake through the real ASGI application."""
     headers = [(b"origin", origin.encode()), (b"host", host.encode())]
     communicator = WebsocketCommunicator(application, STREAM, headers=headers)
-    accepted, code = await communicator.connect(timeout=5)
+    accepted, code = await communicator.connect(timeout=REPLY_S)
     if accepted:  # accepted only to be closed: an anonymous client gets 4404
-        code = (await communicator.receive_output(timeout=5)).get("code")
+        code = (await communicator.receive_output(timeout=REPLY_S)).get("code")
     await communicator.disconnect()
     return accepted, code
 

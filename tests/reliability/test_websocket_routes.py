@@ -3,6 +3,7 @@ import pytest
 from channels.testing import WebsocketCommunicator
 
 from openprogram_web.asgi import application
+from tests.reliability.bounds import REPLY_S
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,7 +22,7 @@ PAGE = [(b"origin", b"http://127.0.0.1:8000"), (b"host", b"127.0.0.1:8000")]
 ])
 async def test_a_path_that_is_no_stream_is_closed_with_4404(path):
     communicator = WebsocketCommunicator(application, path, headers=PAGE)
-    accepted, _ = await communicator.connect(timeout=5)
-    closed = await communicator.receive_output(timeout=5)
+    accepted, _ = await communicator.connect(timeout=REPLY_S)
+    closed = await communicator.receive_output(timeout=REPLY_S)
     await communicator.disconnect()
     assert accepted and closed == {"type": "websocket.close", "code": 4404, "reason": "no such stream"}
