@@ -144,6 +144,7 @@ def test_session_detail_is_the_recorded_session_with_its_run_summary(api, user):
     assert body == {**Session.objects.get(pk=session.pk).as_dict(), **summary}
 
 
+@pytest.mark.django_db(transaction=True)  # the run's heartbeat must see its session
 def test_nodes_since_revision_in_seq_order(api, user, test_functions):
     session = make_session(user, function="echo", args={"text": "hi"})
     run_session(session.pk)
@@ -173,6 +174,7 @@ def test_bad_since_rev_is_400(api, user, value):
     assert response.status_code == 400 and "since_rev" in response.json()
 
 
+@pytest.mark.django_db(transaction=True)  # the run's heartbeat must see its session
 def test_export_is_the_whole_dag(api, user, test_functions):
     session = make_session(user, function="echo")
     run_session(session.pk)

@@ -74,6 +74,7 @@ def test_the_limit_example_is_what_the_limit_says(local_user, post_queued, api):
     assert limited.status_code == 429 and limited.json() == examples.LAUNCH_LIMITED
 
 
+@pytest.mark.django_db(transaction=True)  # the run's heartbeat must see its session
 def test_a_finished_run_its_nodes_and_its_export_answer_as_documented(api, post_queued):
     session_id = post_queued(examples.LAUNCH_SLOW_COUNT).json()["id"]
     run_session(session_id)
@@ -88,6 +89,7 @@ def test_a_finished_run_its_nodes_and_its_export_answer_as_documented(api, post_
     same_apart_from_per_run(exported["session"], example["session"])
 
 
+@pytest.mark.django_db(transaction=True)  # the run's heartbeat must see its session
 def test_the_refusal_example_is_what_runaway_agent_answers(api, post_queued):
     session_id = post_queued({"function": "runaway_agent", "args": examples.REFUSED_SESSION["args"]}).json()["id"]
     run_session(session_id)

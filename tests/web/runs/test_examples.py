@@ -7,7 +7,9 @@ from dag.models import Node, Session
 from dag.runs.lifecycle import run_session
 
 
-pytestmark = pytest.mark.django_db
+# A run claims its session with a lease that the heartbeat thread renews on its own connection: inside
+# a test's transaction it cannot see the claimed row, takes the lease for lost and stops the run.
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)

@@ -35,6 +35,7 @@ def test_the_api_session_object_names_the_worker(api, user):
     assert api.get(f"/api/sessions/{session.pk}/").json()["worker"] == WORKER
 
 
+@pytest.mark.django_db(transaction=True)  # the run's heartbeat must see its session
 def test_a_run_claims_its_session_as_this_process(user, test_functions):
     session = Session.objects.create(owner=user, function="echo", args={"text": "hi"})
     lifecycle.run_session(session.pk)

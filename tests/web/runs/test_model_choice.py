@@ -38,6 +38,7 @@ def test_a_provider_with_its_key_set_is_offered(monkeypatch):
     assert "anthropic:claude-sonnet-4-5" in [spec for spec, _ in available_models()]
 
 
+@pytest.mark.django_db(transaction=True)  # the run's heartbeat must see its session
 def test_choosing_sim_naive_for_wiki_agent_recurses_into_the_ceiling(api, no_run):
     response = launch(api, model="sim:naive")
     assert response.status_code == 201 and response.json()["model"] == "sim:naive"
