@@ -137,7 +137,7 @@ def local_user(db, django_user_model, fast_hashing):
     return django_user_model.objects.create_user(LOCAL_USERNAME, password="local-password")
 
 
-def wait_for(predicate, timeout: float = 15.0, what: str = "condition"):
+def wait_for(predicate, timeout: float = 60.0, what: str = "condition"):
     """Poll `predicate()` until truthy (returned) or fail naming `what`; a bound, not a timing assertion."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -148,7 +148,7 @@ def wait_for(predicate, timeout: float = 15.0, what: str = "condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def wait_for_end(session, timeout: float = 15.0):
+def wait_for_end(session, timeout: float = 60.0):
     """The session once it reached a terminal status."""
     def ended():
         session.refresh_from_db()

@@ -10,7 +10,8 @@ from django.core.management import call_command
 
 from dag.api import examples
 from dag.models import Session
-from dag.runs.lifecycle import run_session
+
+from ..launch_helpers import wait_for_end
 
 pytestmark = pytest.mark.django_db
 
@@ -37,6 +38,14 @@ def post_queued(api, django_capture_on_commit_callbacks):
         with django_capture_on_commit_callbacks(execute=False):
             return api.post("/api/sessions/", body, format="json")
     return post
+
+
+def launched_and_ended(api, body) -> str:
+    """Launch `body` through the API (the in-process executor runs it) and wait for its end; its id."""
+    response = api.post("/api/sessions/", body, format="json")
+    assert response.status_code == 201, response.json()
+    wait_for_end(Session.objects.get(pk=response.json()["id"]))
+    return response.json()["id"]
 
 
 def test_the_launch_docs_show_real_bodies_not_placeholders(schema):
@@ -74,10 +83,9 @@ def test_the_limit_example_is_what_the_limit_says(local_user, post_queued, api):
     assert limited.status_code == 429 and limited.json() == examples.LAUNCH_LIMITED
 
 
-@pytest.mark.django_db(transaction=True)  # the run's heartbeat must see its session
-def test_a_finished_run_its_nodes_and_its_export_answer_as_documented(api, post_queued):
-    session_id = post_queued(examples.LAUNCH_SLOW_COUNT).json()["id"]
-    run_session(session_id)
+@pytest.mark.django_db(transaction=True)  # committed: the executor runs it, its heartbeat sees the session
+def test_a_finished_run_its_nodes_and_its_export_answer_as_documented(api):
+    session_id = launched_and_ended(api, examples.LAUNCH_SLOW_COUNT)
     same_apart_from_per_run(api.get(f"/api/sessions/{session_id}/").json(), examples.COMPLETED_SESSION)
     same_apart_from_per_run(api.get("/api/sessions/").json()["results"][0], examples.COMPLETED_SESSION)
     nodes = api.get(f"/api/sessions/{session_id}/nodes/").json()
@@ -89,10 +97,9 @@ def test_a_finished_run_its_nodes_and_its_export_answer_as_documented(api, post_
     same_apart_from_per_run(exported["session"], example["session"])
 
 
-@pytest.mark.django_db(transaction=True)  # the run's heartbeat must see its session
-def test_the_refusal_example_is_what_runaway_agent_answers(api, post_queued):
-    session_id = post_queued({"function": "runaway_agent", "args": examples.REFUSED_SESSION["args"]}).json()["id"]
-    run_session(session_id)
+@pytest.mark.django_db(transaction=True)  # committed: the executor runs it, its heartbeat sees the session
+def test_the_refusal_example_is_what_runaway_agent_answers(api):
+    session_id = launched_and_ended(api, {"function": "runaway_agent", "args": examples.REFUSED_SESSION["args"]})
     answer = api.get(f"/api/sessions/{session_id}/").json()
     # Token counts follow the simulated model's prompts; the rest is the run's shape.
     answer["usage"] = {**answer["usage"], "input_tokens": None, "output_tokens": None}

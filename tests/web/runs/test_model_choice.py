@@ -4,8 +4,9 @@ from __future__ import annotations
 import pytest
 
 from dag.models import Node, Session
-from dag.runs.lifecycle import run_session
 from dag.runs.model_choice import available_models
+
+from ..launch_helpers import wait_for_end
 
 pytestmark = pytest.mark.django_db
 
@@ -38,13 +39,11 @@ def test_a_provider_with_its_key_set_is_offered(monkeypatch):
     assert "anthropic:claude-sonnet-4-5" in [spec for spec, _ in available_models()]
 
 
-@pytest.mark.django_db(transaction=True)  # the run's heartbeat must see its session
-def test_choosing_sim_naive_for_wiki_agent_recurses_into_the_ceiling(api, no_run):
+@pytest.mark.django_db(transaction=True)  # committed: the executor runs it, its heartbeat sees the session
+def test_choosing_sim_naive_for_wiki_agent_recurses_into_the_ceiling(api):
     response = launch(api, model="sim:naive")
     assert response.status_code == 201 and response.json()["model"] == "sim:naive"
-    session = Session.objects.get()
-    run_session(session.pk)
-    session.refresh_from_db()
+    session = wait_for_end(Session.objects.get())
     assert session.status == "error" and "exceeded max nesting depth 5" in session.error
     assert Node.objects.filter(session=session, status="refused", name="wiki_agent").count() == 2
 
