@@ -17,6 +17,12 @@ Two kinds of watcher:
 Bursts are coalesced: messages accumulate per session and go out as one layer message per session at
 most every `OPENPROGRAM_BROADCAST_WINDOW_S` seconds, so a run writing thousands of nodes a second sends
 tens of layer messages, not thousands.
+
+A layer message carries each change already encoded as its websocket JSON (`frames.encode_item`), with
+its rev beside it: `{"type": "dag.batch", "revs": [R, ...], "items": ['{"type":"node",...}', ...]}`.
+Encoded once here, a change costs the same for one viewer or ten; and the layer copies strings for
+nothing, where the in-memory layer deep-copies every nested dict it is given (with dicts, that copy
+took most of the server loop's time at a few thousand recorded calls per second) and Redis packs them.
 """
 from __future__ import annotations
 
@@ -28,6 +34,7 @@ from typing import Callable
 
 from ..conf import conf
 from . import session_list_notify
+from .frames import encode_item
 from .layer_outage import LAYER_UNREACHABLE, outage
 
 log = logging.getLogger(__name__)
@@ -99,7 +106,7 @@ class LayerForwarder:
     def __init__(self, window_s: float | None = None):
         self._window_s = window_s
         self._lock = threading.Lock()
-        self._pending: dict[str, list[dict]] = {}
+        self._pending: dict[str, list[tuple[int, str]]] = {}  # (rev, encoded change), by session
         self._flush_scheduled = False
         self._last_flush = 0.0
         self._server_loop: asyncio.AbstractEventLoop | None = None
@@ -120,8 +127,9 @@ class LayerForwarder:
         loop = self._target_loop()
         if loop is None:
             return  # no consumer can be listening through this process's in-memory layer
+        encoded = [(message.get("rev", 0), encode_item(message)) for message in messages]
         with self._lock:
-            self._pending.setdefault(session_id, []).extend(messages)
+            self._pending.setdefault(session_id, []).extend(encoded)
             if self._flush_scheduled:
                 return
             self._flush_scheduled = True
@@ -171,15 +179,16 @@ class LayerForwarder:
             raise
 
     @staticmethod
-    async def _send(layer, session_id: str, items: list[dict]) -> None:
+    async def _send(layer, session_id: str, items: list[tuple[int, str]]) -> None:
         # Writers in several threads publish after their own commits, so arrival order is not rev
         # order; sorting here saves the consumers most of their gap repairs.
-        items.sort(key=lambda item: item.get("rev", 0))
+        items.sort(key=lambda item: item[0])
         for start in range(0, len(items), MAX_ITEMS_PER_MESSAGE):
             chunk = items[start:start + MAX_ITEMS_PER_MESSAGE]
             started = outage.clock()
             try:
-                await layer.group_send(group_name(session_id), {"type": BATCH_EVENT, "items": chunk})
+                await layer.group_send(group_name(session_id), {
+                    "type": BATCH_EVENT, "revs": [rev for rev, _ in chunk], "items": [text for _, text in chunk]})
             except LAYER_UNREACHABLE as exc:  # Redis is away: said once per outage; viewers resync
                 outage.failed("sending live changes", exc)
                 return  # the session's other chunks would fail alike
