@@ -12,6 +12,8 @@ from functools import lru_cache
 from typing import Optional
 
 from django.db import DEFAULT_DB_ALIAS, connections, models
+from django.db.models import signals
+from django.db.models.base import ModelState
 
 from ...models import Node, Session
 from .write_transaction import WriteTransaction, placeholders
@@ -37,14 +39,21 @@ _NODE_PREPARERS = tuple(_preparer(field) for field in _NODE_FIELDS)
 def new_node(**fields) -> Node:
     """An unsaved Node from attribute names (`session_id`, `parent_id`, ...), defaults for the rest.
 
-    Built positionally, the way the ORM builds rows it reads: keyword construction costs twice as much.
+    A recorded call builds one on entry, in the run's thread. `Model.__init__` sets each field through
+    its descriptor (9 us a node here); on a fresh instance that only fills `__dict__`, which is done
+    directly (1.4 us) unless something listens to Node's init signals, which would then be skipped.
     """
     unknown = set(fields) - _NODE_DEFAULTS.keys()
     if unknown:
         raise TypeError(f"Node has no field(s) {', '.join(sorted(unknown))}; "
                         f"fields are: {', '.join(_NODE_DEFAULTS)}")
     values = {**_NODE_DEFAULTS, **fields}
-    return Node(*values.values())
+    if signals.pre_init.has_listeners(Node) or signals.post_init.has_listeners(Node):
+        return Node(*values.values())
+    node = Node.__new__(Node)
+    node._state = ModelState()
+    node.__dict__.update(values)
+    return node
 
 
 def _quote_name():
