@@ -106,7 +106,7 @@ class LayerForwarder:
     def __init__(self, window_s: float | None = None):
         self._window_s = window_s
         self._lock = threading.Lock()
-        self._pending: dict[str, list[tuple[int, str]]] = {}  # (rev, encoded change), by session
+        self._pending: dict[str, list[dict]] = {}
         self._flush_scheduled = False
         self._last_flush = 0.0
         self._server_loop: asyncio.AbstractEventLoop | None = None
@@ -127,9 +127,8 @@ class LayerForwarder:
         loop = self._target_loop()
         if loop is None:
             return  # no consumer can be listening through this process's in-memory layer
-        encoded = [(message.get("rev", 0), encode_item(message)) for message in messages]
         with self._lock:
-            self._pending.setdefault(session_id, []).extend(encoded)
+            self._pending.setdefault(session_id, []).extend(messages)
             if self._flush_scheduled:
                 return
             self._flush_scheduled = True
@@ -179,16 +178,17 @@ class LayerForwarder:
             raise
 
     @staticmethod
-    async def _send(layer, session_id: str, items: list[tuple[int, str]]) -> None:
+    async def _send(layer, session_id: str, items: list[dict]) -> None:
         # Writers in several threads publish after their own commits, so arrival order is not rev
         # order; sorting here saves the consumers most of their gap repairs.
-        items.sort(key=lambda item: item[0])
+        items.sort(key=lambda item: item.get("rev", 0))
         for start in range(0, len(items), MAX_ITEMS_PER_MESSAGE):
             chunk = items[start:start + MAX_ITEMS_PER_MESSAGE]
             started = outage.clock()
             try:
                 await layer.group_send(group_name(session_id), {
-                    "type": BATCH_EVENT, "revs": [rev for rev, _ in chunk], "items": [text for _, text in chunk]})
+                    "type": BATCH_EVENT, "revs": [item.get("rev", 0) for item in chunk],
+                    "items": [encode_item(item) for item in chunk]})
             except LAYER_UNREACHABLE as exc:  # Redis is away: said once per outage; viewers resync
                 outage.failed("sending live changes", exc)
                 return  # the session's other chunks would fail alike
