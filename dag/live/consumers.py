@@ -38,7 +38,7 @@ from ..conf import conf
 from ..models import Node, Session
 from ..runs.leases import worker_id
 from . import broadcast
-from .frames import live_frames, snapshot_frames
+from .frames import encoded_live_frames, snapshot_frames
 from .layer_outage import ClosesOnLayerOutage
 from .node_rows import node_dicts
 
@@ -160,21 +160,22 @@ class SessionConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
         """The stream is one-way; whatever the client sends is ignored."""
 
     async def dag_batch(self, event):
-        """Changes published by the broadcaster: forward the new ones, in rev order, without gaps."""
+        """Changes published by the broadcaster (encoded, each with its rev: see dag.live.broadcast):
+        forward the new ones, in rev order, without gaps."""
         async with self._lock:
             if self.rev is None:
                 return
-            fresh, gap = [], False
-            for item in sorted(event["items"], key=lambda item: item.get("rev", 0)):
-                rev = item.get("rev", 0)
+            revs, fresh, gap = [], [], False
+            for rev, encoded in sorted(zip(event["revs"], event["items"]), key=lambda pair: pair[0]):
                 if rev <= self.rev:
                     continue  # already in the snapshot or sent before
                 if rev != self.rev + 1:
                     gap = True  # lost or not yet delivered: the database has it
                     break
-                fresh.append(item)
+                revs.append(rev)
+                fresh.append(encoded)
                 self.rev = rev
-            for frame in live_frames(fresh) if fresh else ():
+            for frame in encoded_live_frames(revs, fresh) if fresh else ():
                 await self.send(text_data=frame)
             if gap:
                 await self._send_changes(self.rev)

@@ -84,13 +84,17 @@ def snapshot_frames(session: dict | None, nodes: list[dict], rev: int, since_rev
 
 def live_frames(items: list[dict]) -> list[str]:
     """Contiguous live changes as frames: one change as itself, several as batches."""
-    encoded = [encode_item(item) for item in items]
+    return encoded_live_frames([item["rev"] for item in items], [encode_item(item) for item in items])
+
+
+def encoded_live_frames(revs: list[int], encoded: list[str]) -> list[str]:
+    """`live_frames` of changes already encoded (`encode_item`), each with its rev: the broadcaster
+    encodes a change once, whatever the number of viewers, and the layer carries only strings."""
     if len(encoded) == 1:
-        return encoded
+        return list(encoded)
     frames = []
     position = 0
     for chunk in _chunks(encoded, FRAME_LIMIT - 64):
         position += len(chunk)
-        last_rev = items[position - 1]["rev"]
-        frames.append('{"type":"batch","rev":%d,"items":[%s]}' % (last_rev, ",".join(chunk)))
+        frames.append('{"type":"batch","rev":%d,"items":[%s]}' % (revs[position - 1], ",".join(chunk)))
     return frames

@@ -8,6 +8,13 @@ it is Django's `transaction.atomic()`, so an enclosing rollback still covers it.
 
 SQLite transactions begin IMMEDIATE, as Django's are configured here: a writer takes the write lock
 up front and queues behind others (busy timeout) instead of failing to upgrade a read lock later.
+
+On PostgreSQL every statement is a round trip to the server, and on a loaded machine a round trip
+costs milliseconds, not microseconds: the server's process and the writer's thread (which waits for
+the GIL again after each one) must both be scheduled. So a lean transaction there sends its BEGIN
+with its first statement, and `defer`red statements (those whose results nobody reads) with its
+COMMIT, each group in one psycopg pipeline: a group-commit batch of one session is its advance, its
+COPY and its COMMIT (four round trips where it was five or six: COPY cannot be pipelined).
 """
 from __future__ import annotations
 
@@ -18,11 +25,19 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 # Vendors whose driver connection and cursor are used directly.
 DRIVER_VENDORS = frozenset({"sqlite", "postgresql"})
 _BEGIN = {"sqlite": "BEGIN IMMEDIATE", "postgresql": "BEGIN"}
+# Vendors whose driver pipelines statements (psycopg 3's pipeline mode): BEGIN and deferred statements
+# travel with the next statement that is sent.
+PIPELINED_VENDORS = frozenset({"postgresql"})
 
 
 class WriteTransaction:
-    """`with WriteTransaction() as tx:` gives `tx.execute(sql, params)`, `tx.connection`,
+    """`with WriteTransaction() as tx:` gives `tx.execute(sql, params)`, `tx.defer(sql, params)` and
+    `tx.defer_many(sql, params_seq)` (statements whose results are not read: run at once, or on
+    PostgreSQL sent with the COMMIT, where their errors are raised), `tx.connection`,
     `tx.after_commit(fn)` and `tx.discard()` (roll back instead of committing, without an exception).
+
+    A lean transaction on PostgreSQL begins with its first `execute`: ORM queries on `tx.connection`
+    belong in it only after one (lean=False is for code that uses the ORM).
 
     SQL for `execute` uses `%s` placeholders, except on SQLite's driver cursor, which takes `?`:
     `placeholders(sql, vendor)` converts.
@@ -37,14 +52,18 @@ class WriteTransaction:
         self.driver = connection.vendor in DRIVER_VENDORS
         self._discarded = False
         self._callbacks: list[Callable[[], None]] = []
+        self._deferred: list[tuple[str, str, object]] = []  # (method, sql, params), sent with the COMMIT
         self._own = (self.lean and self.driver and not connection.in_atomic_block
                      and connection.get_autocommit())
+        self._pipelined = self._own and connection.vendor in PIPELINED_VENDORS
+        self._begun = False
         if self._own:
             connection.ensure_connection()
             with connection.wrap_database_errors:
                 self.cursor = connection.connection.cursor()
+            if not self._pipelined:
                 try:
-                    self.cursor.execute(_BEGIN[connection.vendor])  # may wait out the busy timeout
+                    self._begin()  # may wait out the busy timeout
                 except BaseException:
                     self.cursor.close()
                     raise
@@ -57,20 +76,52 @@ class WriteTransaction:
     def execute(self, sql: str, params=()):
         """Run one statement (its SQL passed through `placeholders`); returns the cursor for fetching."""
         with self.connection.wrap_database_errors:
-            self.cursor.execute(sql, params)
+            if self._pipelined and not self._begun:
+                self._begun = True
+                with self.connection.connection.pipeline():  # BEGIN and the statement: one round trip
+                    self.cursor.execute(_BEGIN[self.connection.vendor])
+                    self.cursor.execute(sql, params)
+            else:
+                self.cursor.execute(sql, params)
         return self.cursor
 
     def executemany(self, sql: str, params_seq) -> None:
         """Run one statement once per parameter row (a batch of inserts or updates)."""
+        self._ensure_begun()
         with self.connection.wrap_database_errors:
             self.cursor.executemany(sql, params_seq)
 
     def copy(self, sql: str, rows) -> None:
         """PostgreSQL: stream `rows` into `COPY ... FROM STDIN` (psycopg adapts each value by its type)."""
+        self._ensure_begun()
         with self.connection.wrap_database_errors:
             with self.cursor.copy(sql) as copy:
                 for row in rows:
                     copy.write_row(row)
+
+    def defer(self, sql: str, params=()) -> None:
+        """`execute`, for a statement whose result is not read: on PostgreSQL sent with the COMMIT."""
+        self._run_or_defer("execute", sql, params)
+
+    def defer_many(self, sql: str, params_seq) -> None:
+        """`executemany`, deferred like `defer`."""
+        self._run_or_defer("executemany", sql, params_seq)
+
+    def _run_or_defer(self, method: str, sql: str, params) -> None:
+        if self._pipelined:
+            self._deferred.append((method, sql, params))
+            return
+        with self.connection.wrap_database_errors:
+            getattr(self.cursor, method)(sql, params)
+
+    def _ensure_begun(self) -> None:
+        if self._pipelined and not self._begun:
+            self._begin()
+
+    def _begin(self) -> None:
+        self._begun = True
+        with self.connection.wrap_database_errors:
+            self.cursor.execute(_BEGIN[self.connection.vendor])
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run `callback` once the transaction has committed (never if it rolls back)."""
@@ -91,8 +142,8 @@ class WriteTransaction:
             return self._atomic.__exit__(exc_type, exc, tb)
         try:
             if exc_type is None and not self._discarded:
-                self._finish("COMMIT")
-            else:
+                self._commit()
+            elif self._begun:
                 self._rollback(quiet=exc_type is not None)
         finally:
             self.cursor.close()
@@ -101,10 +152,23 @@ class WriteTransaction:
                 callback()
         return False
 
-    def _finish(self, statement: str) -> None:
+    def _commit(self) -> None:
+        if not self._begun and not self._deferred:
+            return  # a pipelined transaction that sent nothing has nothing to commit
         try:
             with self.connection.wrap_database_errors:
-                self.cursor.execute(statement)
+                if not self._pipelined:
+                    self.cursor.execute("COMMIT")
+                    return
+                # The deferred statements and the COMMIT (with BEGIN if nothing was sent yet): one round
+                # trip. An error in any of them aborts the transaction; it is raised here, and rolled back.
+                with self.connection.connection.pipeline():
+                    if not self._begun:
+                        self._begun = True
+                        self.cursor.execute(_BEGIN[self.connection.vendor])
+                    for method, sql, params in self._deferred:
+                        getattr(self.cursor, method)(sql, params)
+                    self.cursor.execute("COMMIT")
         except BaseException:
             self._rollback(quiet=True)
             raise

@@ -90,3 +90,25 @@ def test_counters_advance_without_returning_where_the_database_lacks_it(monkeypa
         tx.execute = lambda sql, params=(): statements.append(sql) or execute(sql, params)
         assert write_sql.advance(tx, session.pk, 2, 1) == (2, 1)
     assert not any("RETURNING" in sql for sql in statements)
+
+
+def test_a_deferred_statement_is_committed_with_the_transaction():
+    session = new_session(function="before")
+    with WriteTransaction() as tx:
+        _rename(tx, session, "first")
+        sql = placeholders('UPDATE "dag_session" SET "function" = %s WHERE "id" = %s', tx.connection.vendor)
+        tx.defer(sql, ["second", session.pk.hex if tx.connection.vendor == "sqlite" else session.pk])
+    assert _function_of(session) == "second"
+
+
+def test_a_deferred_statement_that_fails_rolls_back_the_whole_transaction():
+    # On PostgreSQL it is sent with the COMMIT, so its error comes out of the block's end.
+    session = new_session(function="before")
+    with pytest.raises(IntegrityError), WriteTransaction() as tx:
+        _rename(tx, session, "after")
+        tx.defer(placeholders('INSERT INTO "dag_session" ("id") VALUES (%s)', tx.connection.vendor),
+                 [session.pk.hex])
+    assert _function_of(session) == "before"
+    with WriteTransaction() as tx:
+        _rename(tx, session, "still works")
+    assert _function_of(session) == "still works"
