@@ -29,14 +29,15 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 import uuid
-from datetime import datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench._api import changed_at, launch  # noqa: E402 (after the path is set)
+
 CALLS = 10_000  # slow_count's largest n, so the app and the write path record the same number
 SESSIONS = 8
 ROUNDS = 3
@@ -243,26 +244,13 @@ def through_app(database_url: str, var_dir: str, owner, token: str) -> dict:
         server.stop()
 
 
-def _launch(server_url: str, token: str, n: int) -> str:
-    body = json.dumps({"function": "slow_count", "args": {"n": n, "delay_s": 0}}).encode()
-    request = urllib.request.Request(f"{server_url}/api/sessions/", data=body, method="POST", headers={
-        "Authorization": f"Token {token}", "Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.load(response)["id"]
-
-
-def _stamp(node: dict) -> float:
-    moment = node["started_at"] if node["status"] == "running" else node["finished_at"]
-    return datetime.fromisoformat(moment).timestamp()
-
-
 async def run_and_watch(server_url: str, token: str, cookie: str, n: int) -> dict:
     """Launch slow_count(n, delay_s=0); calls/s from the launch to its terminal status, and the
     write-to-websocket delay of each node change that arrived live."""
     from bench._ws_client import WebSocket
 
     launched = time.time()
-    session_id = await asyncio.to_thread(_launch, server_url, token, n)
+    session_id = await asyncio.to_thread(launch, server_url, token, "slow_count", {"n": n, "delay_s": 0})
     socket_ = await WebSocket.connect(f"ws://{urlsplit(server_url).netloc}/ws/sessions/{session_id}/",
                                       cookie=f"sessionid={cookie}")
     latencies, status, ended = [], None, None
@@ -277,7 +265,7 @@ async def run_and_watch(server_url: str, token: str, cookie: str, n: int) -> dic
                 continue
             for item in message["items"] if message["type"] == "batch" else [message]:
                 if item["type"] == "node" and item["node"]["name"] == "count_step":
-                    latencies.append((arrived - _stamp(item["node"])) * 1000)
+                    latencies.append((arrived - changed_at(item["node"])) * 1000)
                 elif item["type"] == "session" and item["session"]["status"] in TERMINAL:
                     status, ended = item["session"]["status"], arrived
     finally:

@@ -19,13 +19,14 @@ import statistics
 import sys
 import tempfile
 import time
-import urllib.request
-from datetime import datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench._api import changed_at, launch  # noqa: E402 (after the path is set)
+
 
 NODES = 2500
 RATE = 500.0
@@ -43,19 +44,6 @@ def prepare_database(directory: Path):
     call_command("migrate", verbosity=0)
     user = get_user_model().objects.create_user("bench", password="bench-password-1")
     return user, AuthToken.objects.create(user=user)[1]
-
-
-def launch(server_url: str, token: str) -> str:
-    body = json.dumps({"function": "paced_writer", "args": {"n": NODES, "rate": RATE}}).encode()
-    request = urllib.request.Request(f"{server_url}/api/sessions/", data=body, method="POST", headers={
-        "Authorization": f"Token {token}", "Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.load(response)["id"]
-
-
-def stamp(node: dict) -> float:
-    moment = node["started_at"] if node["status"] == "running" else node["finished_at"]
-    return datetime.fromisoformat(moment).timestamp()
 
 
 async def watch(server_url: str, session_id: str, cookie: str) -> dict:
@@ -79,9 +67,9 @@ async def watch(server_url: str, session_id: str, cookie: str) -> dict:
             for item in items:
                 changes += 1
                 if item["type"] == "node" and item["node"]["name"] == "tick":
-                    latencies.append((arrived - stamp(item["node"])) * 1000)
-                    first = first or stamp(item["node"])
-                    last = stamp(item["node"])
+                    latencies.append((arrived - changed_at(item["node"])) * 1000)
+                    first = first or changed_at(item["node"])
+                    last = changed_at(item["node"])
             if any(item["type"] == "session" and item["session"]["status"] in
                    ("completed", "error", "cancelled", "interrupted") for item in items):
                 break
@@ -108,7 +96,7 @@ def measure(label: str, extra_env: dict, directory: Path, user, token: str) -> N
         env.pop("REDIS_URL", None)
     server = DaphneServer(env, directory / f"daphne-{len(label)}.log")
     try:
-        session_id = launch(server.url, token)
+        session_id = launch(server.url, token, "paced_writer", {"n": NODES, "rate": RATE}, timeout=10)
         result = asyncio.run(watch(server.url, session_id, session_cookie(user)["value"]))
     finally:
         server.stop()
