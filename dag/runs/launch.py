@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 
-from django.db import transaction
 
 from runtime.spec import argument_errors
 
@@ -153,12 +152,17 @@ def create_session(owner, function: str, args, budget: dict | None = None, model
     over_storage = quotas.storage_problem(owner)
     if over_storage:
         raise LaunchLimited(over_storage)
-    with transaction.atomic():
-        quotas.lock_user(owner)
-        limited = quotas.active_runs_problem(owner)
-        if limited:
-            raise LaunchLimited(limited)
-        return write_path.queue_session(owner, function=function, args=args, model=model, launch_budget=budget)
+    return write_path.queue_session(owner, admit=lambda: _admit_another_run(owner), function=function, args=args,
+                                    model=model, launch_budget=budget)
+
+
+def _admit_another_run(owner) -> None:
+    """Inside the launch's transaction: lock the owner (launches of one user queue here) and refuse a
+    run over their active-run limit."""
+    quotas.lock_user(owner)
+    limited = quotas.active_runs_problem(owner)
+    if limited:
+        raise LaunchLimited(limited)
 
 
 def launch(owner, function: str, args, budget: dict | None = None, model: str | None = None) -> Session:

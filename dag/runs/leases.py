@@ -28,6 +28,7 @@ from ..conf import conf
 from ..models import Session
 from ..recording import write_path
 from . import stop
+from .daemon import DaemonThread
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ class Leases:
         self._worker = worker
         self._held: set[str] = set()
         self._lock = threading.Lock()
-        self._thread: Optional[threading.Thread] = None
+        self._thread = DaemonThread("openprogram-heartbeat", self._run)
         self._wake = threading.Event()
 
     @property
@@ -88,11 +89,7 @@ class Leases:
 
     def start(self) -> None:
         """Start the heartbeat thread (and the process's reaper) unless it runs already."""
-        with self._lock:
-            if self._thread is not None and self._thread.is_alive():
-                return
-            self._thread = threading.Thread(target=self._run, name="openprogram-heartbeat", daemon=True)
-            self._thread.start()
+        self._thread.ensure()
         from . import reaper  # reaper imports this module
         reaper.start()
 

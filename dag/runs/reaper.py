@@ -15,7 +15,6 @@ Tests call `reap(now=...)` directly.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from datetime import datetime, timedelta
 from typing import Optional
@@ -27,6 +26,7 @@ from ..conf import conf
 from ..models import Session
 from ..recording import write_path
 from . import stop
+from .daemon import DaemonThread
 
 log = logging.getLogger(__name__)
 
@@ -48,18 +48,9 @@ def reap(now: Optional[datetime] = None, lease_s: Optional[float] = None) -> lis
     return ended
 
 
-_thread: Optional[threading.Thread] = None
-_lock = threading.Lock()
-
-
 def start() -> None:
     """Start this process's reaper thread unless it runs already (idempotent, cheap)."""
-    global _thread
-    with _lock:
-        if _thread is not None and _thread.is_alive():
-            return
-        _thread = threading.Thread(target=_run, name="openprogram-reaper", daemon=True)
-        _thread.start()
+    _thread.ensure()
 
 
 def _run() -> None:
@@ -72,3 +63,6 @@ def _run() -> None:
             log.exception("reaper pass failed")
         finally:
             connection.close()  # not held between passes (it would keep a test database from being dropped)
+
+
+_thread = DaemonThread("openprogram-reaper", _run)

@@ -32,6 +32,7 @@ from runtime import CancelledError, add_pre_invocation_hook, remove_pre_invocati
 from ..conf import conf
 from ..models import Session
 from ..recording import write_path
+from .daemon import DaemonThread
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +79,6 @@ _BECAUSE = {SHUTDOWN: " because the server is shutting down",
 _current_signal: ContextVar[Optional[StopSignal]] = ContextVar("openprogram_stop_signal", default=None)
 _active: dict[str, StopSignal] = {}
 _active_lock = threading.Lock()
-_watcher: Optional[threading.Thread] = None
-_listener: Optional[threading.Thread] = None
 _watched = 0  # runs inside watch() in this process
 
 
@@ -99,8 +98,9 @@ def watch(session_id) -> Iterator[StopSignal]:
         _watched += 1
         if _watched == 1:  # the hook is installed only while some run is watched: no cost otherwise
             add_pre_invocation_hook(_stop_hook)
-    _ensure_watcher()
-    _ensure_listener()
+    _watcher.ensure()
+    if conf.STOP_PUBSUB and conf.REDIS_URL:
+        _listener.ensure(conf.REDIS_URL)
     token = _current_signal.set(signal)
     try:
         # A stop persisted before the signal was registered (between a run's claim and here) found
@@ -119,25 +119,15 @@ def watch(session_id) -> Iterator[StopSignal]:
                 remove_pre_invocation_hook(_stop_hook)
 
 
-def _ensure_watcher() -> None:
-    global _watcher
-    with _active_lock:
-        if _watcher is not None and _watcher.is_alive():
-            return
-        _watcher = threading.Thread(target=_watch_flags, name="openprogram-stop-watcher", daemon=True)
-        _watcher.start()
-
-
 def _watch_flags() -> None:
     """Signal this process's runs whose stop was requested elsewhere; exits when none is active."""
-    global _watcher
     try:
         while True:
             time.sleep(conf.STOP_POLL_S)
             with _active_lock:
                 pending = {sid: sig for sid, sig in _active.items() if not sig.is_set}
                 if not _active:
-                    _watcher = None
+                    _watcher.forget()
                     return
             if not pending:
                 continue
@@ -181,18 +171,6 @@ def _publisher(url: str):
     return client
 
 
-def _ensure_listener() -> None:
-    global _listener
-    if not (conf.STOP_PUBSUB and conf.REDIS_URL):
-        return
-    with _active_lock:
-        if _listener is not None and _listener.is_alive():
-            return
-        _listener = threading.Thread(target=_listen, args=(conf.REDIS_URL,), name="openprogram-stop-listener",
-                                     daemon=True)
-        _listener.start()
-
-
 def _listen(url: str) -> None:
     """Turn stop messages on STOP_CHANNEL into local signals, for the life of the process.
 
@@ -228,6 +206,12 @@ def _listen(url: str) -> None:
         finally:
             if client is not None:
                 client.close()
+
+
+# One of each per process. The watcher starts and ends under the registry's lock: it decides to end
+# when no run is registered, and a run registering meanwhile must find it gone and start another.
+_watcher = DaemonThread("openprogram-stop-watcher", _watch_flags, lock=_active_lock)
+_listener = DaemonThread("openprogram-stop-listener", _listen, lock=_active_lock)
 
 
 def finish_overdue_cancellations(deadline_s: Optional[float] = None) -> int:

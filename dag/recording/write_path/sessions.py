@@ -10,7 +10,7 @@ and reports False (or None), so a stop's `cancelled` is never overwritten by a l
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from django.db.models import F
 from django.db.models.functions import Coalesce
@@ -42,14 +42,19 @@ def _json_safe_fields(fields: dict) -> dict:
     return {name: json_safe(value) if name in JSON_FIELDS else value for name, value in fields.items()}
 
 
-def queue_session(owner, **fields: Any) -> Session:
+def queue_session(owner, *, admit: Optional[Callable[[], None]] = None, **fields: Any) -> Session:
     """A new queued session owned by `owner` (function, args, model, ...).
+
+    `admit`, if given, runs first in the same transaction: a check that may lock rows and raise to
+    refuse the launch (a per-user limit), so the check and the insert commit or roll back together.
 
     Nothing is published to the session's own stream: no one can be watching a session before it exists
     (its viewers start from a snapshot). Its owner's open session lists are told once it commits, so the
     run shows at the top of their first page while it waits for a worker.
     """
     with WriteTransaction(lean=False) as tx:
+        if admit is not None:
+            admit()
         session = Session.objects.create(owner=owner, status=Session.Status.QUEUED, **_json_safe_fields(fields))
         tx.after_commit(lambda: list_notifier.announce(session.owner_id, str(session.pk)))
     return session
