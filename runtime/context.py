@@ -60,17 +60,15 @@ class Frame:
     def arguments(self) -> dict:
         """The call's arguments by parameter name, defaults applied, runtime parameters left out.
 
-        Computed lazily: binding a signature costs microseconds and only a recorder needs it.
+        Computed lazily (see `runtime.binding`): only a recorder needs them.
         """
         if self._arguments is None:
             try:
-                bound = self.tool.signature.bind_partial(*self._args, **self._kwargs)
-                bound.apply_defaults()
-                params = bound.arguments
+                params = self.tool.bind_arguments(self._args, self._kwargs)
             except TypeError:
                 params = {"args": list(self._args), **self._kwargs}
             skip = self.tool.hidden_from_record
-            self._arguments = {k: v for k, v in params.items() if k not in skip}
+            self._arguments = {k: v for k, v in params.items() if k not in skip} if skip else params
         return self._arguments
 
     def path(self) -> list[str]:

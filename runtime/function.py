@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional
 
 from . import hooks as _hooks
 from . import recorder as _recording
+from .binding import argument_binder
 from .budget import Budget, admit_frame, enter_frame, exit_frame
 from .context import (Frame, FrameMap, _current_budget, _current_recorder, _current_runtime,  # noqa: F401
                       _current_tool_policy, _recursion_depth, _system_override)
@@ -55,6 +56,7 @@ class Tool:
         self.fn = fn
         self.options = options
         self.signature = inspect.signature(fn)
+        self.bind_arguments = argument_binder(self.signature)
         self.tool_name = options.name or fn.__name__
         self.doc = inspect.getdoc(fn) or ""
         self.origin = f"{fn.__module__}.{fn.__qualname__}"
