@@ -68,16 +68,17 @@ DEFAULTS: dict[str, Any] = {
     "MODELS": [],
     # Group commit (dag.recording.write_path.group_commit): node writes of all this process's runs are
     # committed together, one transaction per batch. A batch waits at most WRITE_BATCH_MS milliseconds
-    # after its first write (the most a crash of the process can lose) and holds at most WRITE_BATCH_ROWS.
+    # after its first write (the most a crash of the process can lose) and holds at most WRITE_BATCH_ROWS
+    # writes (0: the database's own default, group_commit.BATCH_ROWS_BY_VENDOR).
     "WRITE_BATCH_MS": 5.0,
-    "WRITE_BATCH_ROWS": 500,
+    "WRITE_BATCH_ROWS": 0,
 }
 # The smallest value each numeric setting may take (a zero poll interval would be a busy loop).
 MINIMUMS: dict[str, float] = {
     "EXECUTOR_WORKERS": 1, "MAX_ARGS_BYTES": 1, "MAX_ACTIVE_RUNS_PER_USER": 0, "MAX_STORED_BYTES_PER_USER": 0,
     "WS_HEARTBEAT_S": 0.1, "BROADCAST_WINDOW_S": 0, "LIST_UPDATE_S": 0, "WORKER_CONCURRENCY": 1,
     "CELERY_VISIBILITY_TIMEOUT_S": 1, "STOP_POLL_S": 0.01, "CANCEL_DEADLINE_S": 0, "WRITE_BATCH_MS": 0,
-    "WRITE_BATCH_ROWS": 1,
+    "WRITE_BATCH_ROWS": 0,
 }
 _RATE = re.compile(r"^\d+/(s|sec|second|m|min|minute|h|hour|d|day)$")
 # Settings whose text has a form of its own: the check, and what to say when it fails.
@@ -94,6 +95,8 @@ DERIVED: dict[str, tuple[str, Any]] = {
     "REDIS_URL": ("REDIS_URL", lambda url: url or ""),
     # The Celery broker (CELERY_BROKER_URL, else REDIS_URL; "" when neither is set).
     "CELERY_BROKER_URL": ("CELERY_BROKER_URL", lambda url: url or ""),
+    # Django's USE_TZ, read on the recording hot path (dag.recording.clock).
+    "USE_TZ": ("USE_TZ", bool),
 }
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 

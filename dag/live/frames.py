@@ -11,8 +11,9 @@ JSON is ASCII-encoded, so a frame's length in characters is its size in bytes.
 """
 from __future__ import annotations
 
-import json
 from typing import Iterator
+
+from ..recording.json_text import dumps_compact
 
 FRAME_LIMIT = 900_000  # bytes per websocket message, under autobahn's 1 MiB default
 NODE_LIMIT = 200_000  # bytes one streamed node may take before its big fields are cut
@@ -22,7 +23,7 @@ SESSION_FIELDS = ("args", "result", "error")
 
 
 def dumps(value) -> str:
-    return json.dumps(value, ensure_ascii=True, separators=(",", ":"), default=str)
+    return dumps_compact(value)  # json.dumps(value, ensure_ascii=True, separators=(",", ":"), default=str)
 
 
 def fit(record: dict, fields=NODE_FIELDS) -> str:

@@ -15,13 +15,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Optional
 
-from django.utils import timezone
-
 from runtime.context import Frame
 from runtime.recorder import Recorder
 
 from ..models import Node, Session
-from . import write_path
+from . import clock, write_path
 from .context_render import render_frame_context
 from .loop_offload import LoopOffload
 from .values import clean_text, json_safe
@@ -88,7 +86,7 @@ class DjangoRecorder(Recorder):
     # -- code nodes ------------------------------------------------------------------------------
 
     def function_entered(self, frame: Frame) -> None:
-        node = self._off_loop(self._create, frame, Node.Status.RUNNING, "", timezone.now(), None)
+        node = self._off_loop(self._create, frame, Node.Status.RUNNING, "", clock.now(), None)
         self._open[node.pk] = node
         frame.node = node.pk
 
@@ -101,7 +99,7 @@ class DjangoRecorder(Recorder):
                        error=error_text(error))
 
     def function_refused(self, frame: Frame, error: BaseException) -> None:
-        now = timezone.now()
+        now = clock.now()
         # What refused it, as data ("depth", "budget:llm_calls"): the browser reads this, never the text.
         refusal = str(getattr(error, "refusal", "") or "")[:Node._meta.get_field("refusal").max_length]
         node = self._off_loop(self._create, frame, Node.Status.REFUSED, error_text(error), now, now, refusal)
@@ -131,7 +129,7 @@ class DjangoRecorder(Recorder):
             depth=owner.depth if owner is not None else 0,
             name_depth=owner.name_depth if owner is not None else 0,
             expose=owner.expose if owner is not None else "io",
-            model=str(model)[:200], started_at=timezone.now())
+            model=str(model)[:200], started_at=clock.now())
         self._open[node.pk] = node
         return node.pk
 

@@ -26,7 +26,30 @@ def json_safe(value: Any) -> Any:
         return clean_text(value)
     if kind in _SCALARS:
         return value
+    if kind is dict:
+        flat = _flat_dict(value)
+        if flat is not None:
+            return flat
     return _convert(value, 0)
+
+
+def _flat_dict(value: dict) -> Any:
+    """`_convert(value, 0)` for the commonest value recorded, a call's arguments: a dict of text keys and
+    scalar values, in one loop; None for anything else (the general walk then takes it)."""
+    copy = {}
+    for key, item in value.items():
+        if type(key) is not str:
+            return None
+        kind = type(item)
+        if kind is str:
+            item = clean_text(item)
+        elif kind is float:
+            if not math.isfinite(item):
+                return None
+        elif kind is not int and kind is not bool and item is not None:
+            return None
+        copy[clean_text(key)] = item
+    return copy
 
 
 def _convert(value: Any, depth: int) -> Any:

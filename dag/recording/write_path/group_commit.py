@@ -51,6 +51,13 @@ log = logging.getLogger(__name__)
 # An idle writer gives its database connection back this long after its last batch: PostgreSQL keeps
 # no idle connection of a quiet process (nor one that stops a test database from being dropped).
 IDLE_LINGER_S = 0.05
+# Writes per batch when OPENPROGRAM_WRITE_BATCH_ROWS is 0 (its default), by database. A backlogged
+# writer takes full batches, so a write waits about two batch times to be committed and published:
+# batches are as small as the database's cost per batch lets them be at thousands of calls a second.
+# On SQLite a commit costs little, and 100 writes keep a change's trip to a viewer near 50 ms; on
+# PostgreSQL every batch pays four round trips to the server, and batches of 500 keep the rate.
+BATCH_ROWS_BY_VENDOR = {"sqlite": 100, "postgresql": 500}
+OTHER_BATCH_ROWS = 500
 # Queued writes, in batches, before `submit` waits (back-pressure), unless given: one batch waits
 # while one commits. A deeper queue adds nothing to the rate (the writer is what limits it), only
 # delay between a write and its commit, and to what a crash loses.
@@ -97,7 +104,8 @@ class GroupWriter:
     def __init__(self, *, batch_ms: Optional[float] = None, batch_rows: Optional[int] = None,
                  capacity: Optional[int] = None, gate: Optional[threading.Event] = None):
         self.batch_s = (conf.WRITE_BATCH_MS if batch_ms is None else batch_ms) / 1000
-        self.batch_rows = conf.WRITE_BATCH_ROWS if batch_rows is None else batch_rows
+        self.batch_rows = (batch_rows or conf.WRITE_BATCH_ROWS
+                           or BATCH_ROWS_BY_VENDOR.get(connections[DEFAULT_DB_ALIAS].vendor, OTHER_BATCH_ROWS))
         self.capacity = capacity or QUEUE_BATCHES * self.batch_rows
         self.gate = gate
         self.holding = threading.Event()
@@ -224,6 +232,11 @@ class GroupWriter:
                     self._barriers -= 1
                 else:
                     rows += 1
+            if _exit_of(batch[-1], self._queue[0] if self._queue else None):
+                # A leaf call's entry and exit, queued one after the other, stay in one batch: written
+                # once, already ended, instead of an insert here and a backfill (and a read of the
+                # node's status) in the next batch.
+                batch.append(self._queue.popleft())
             if self._queue:
                 self._first_at = time.monotonic()
             self._not_full.notify_all()
@@ -346,6 +359,12 @@ class GroupWriter:
                     del self._pending[entry.session_id]
 
 
+def _exit_of(entry, following) -> bool:
+    """Whether `following` is the exit of the node `entry` creates."""
+    return (isinstance(entry, NodeCreate) and isinstance(following, NodeFinish)
+            and following.pk == entry.node.pk)
+
+
 def _apply(node: Node, fields: dict) -> None:
     for name, value in fields.items():
         setattr(node, name, value)
@@ -354,26 +373,34 @@ def _apply(node: Node, fields: dict) -> None:
 # --- the process's writer -------------------------------------------------------------------------
 
 _writer: Optional[GroupWriter] = None
-_writer_pid = 0
 _writer_lock = threading.Lock()
 
 
+def _forget_parent_writer() -> None:
+    """In a forked child: the parent's writer thread and queue did not come along, so the child makes
+    its own. (Checking the pid on every write instead costs a system call per write.)"""
+    global _writer, _writer_lock
+    _writer, _writer_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_parent_writer)
+
+
 def process_writer() -> GroupWriter:
-    """This process's writer (one for all its runs), started by the first write; a forked child makes
-    its own (the parent's thread and queue did not come along)."""
-    global _writer, _writer_pid
+    """This process's writer (one for all its runs), started by the first write."""
+    global _writer
     writer = _writer
-    if writer is not None and _writer_pid == os.getpid():
+    if writer is not None:
         return writer
     with _writer_lock:
-        if _writer is None or _writer_pid != os.getpid():
-            _writer, _writer_pid = GroupWriter(), os.getpid()
+        if _writer is None:
+            _writer = GroupWriter()
         return _writer
 
 
 def running_writer() -> Optional[GroupWriter]:
     """The writer this process has started, if any (with none, nothing is pending)."""
-    return _writer if _writer_pid == os.getpid() else None
+    return _writer
 
 
 def flush_session(session_id) -> Optional[BaseException]:
@@ -403,15 +430,14 @@ def session_ended(session_id) -> None:
 @contextmanager
 def use_writer(writer: GroupWriter) -> Iterator[GroupWriter]:
     """Make `writer` the process's writer in the block (tests: a tiny queue, a gate), then stop it."""
-    global _writer, _writer_pid
+    global _writer
     with _writer_lock:
-        previous = (_writer, _writer_pid)
-        _writer, _writer_pid = writer, os.getpid()
+        previous, _writer = _writer, writer
     try:
         yield writer
     finally:
         with _writer_lock:
-            _writer, _writer_pid = previous
+            _writer = previous
         writer.stop()
 
 

@@ -20,9 +20,9 @@ from collections import deque
 from typing import Any, Optional
 
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.utils import timezone
 
 from ...models import Node, Session
+from .. import clock
 from . import sql
 from .group_commit import GroupWriter, NodeCreate, NodeFinish, process_writer, running_writer
 from .nodes import create_node, finish_node
@@ -45,6 +45,7 @@ class RunWrites:
         self._ids: deque[int] = deque()
         self._block = FIRST_BLOCK
         self._ids_lock = threading.Lock()
+        self._local = threading.local()
 
     def create(self, **fields: Any) -> Node:
         """A new node of the session, its id set, its write queued (or made, inside a transaction).
@@ -61,7 +62,7 @@ class RunWrites:
     def finish(self, node: Node, **fields: Any) -> None:
         """Backfill `node` (status, output, error, ...; `finished_at` now unless given). An exit that
         arrives after the node ended (a stop closed it) changes nothing: a terminal status is final."""
-        fields.setdefault("finished_at", timezone.now())
+        fields.setdefault("finished_at", clock.now())
         writer = self._grouped()
         if writer is None:
             finish_node(node, lease=self.lease, **fields)
@@ -72,17 +73,27 @@ class RunWrites:
         """Wait until this run's queued writes have committed (read-your-writes). A refused or failed
         write is raised here (`WriteRefused`, ...) unless `raise_failure` is False."""
         writer = self._writer or running_writer()
-        if writer is None or connections[DEFAULT_DB_ALIAS].in_atomic_block:
+        if writer is None or self._connection().in_atomic_block:
             return
         failure = writer.flush(self.session_id)
         if failure is not None and raise_failure:
             raise failure
 
     def _grouped(self) -> Optional[GroupWriter]:
-        connection = connections[DEFAULT_DB_ALIAS]
+        connection = self._connection()
         if connection.in_atomic_block or connection.vendor not in DRIVER_VENDORS:
             return None
         return self._writer or process_writer()
+
+    def _connection(self):
+        """This thread's default connection. `connections[alias]` goes through asgiref's context-aware
+        Local on every lookup, a cost on each entry and exit; a thread's connection object stays the same
+        one for the thread's life (closing it only closes its driver connection), so it is kept here."""
+        try:
+            return self._local.connection
+        except AttributeError:
+            self._local.connection = connection = connections[DEFAULT_DB_ALIAS]
+            return connection
 
     def _next_id(self) -> int:
         with self._ids_lock:

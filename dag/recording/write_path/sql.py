@@ -8,7 +8,9 @@ Each function runs in a `dag.recording.write_path.write_transaction.WriteTransac
 """
 from __future__ import annotations
 
-from functools import lru_cache
+import sqlite3
+from functools import lru_cache, partial
+from operator import attrgetter
 from typing import Optional
 
 from django.db import DEFAULT_DB_ALIAS, connections, models
@@ -16,6 +18,7 @@ from django.db.models import signals
 from django.db.models.base import ModelState
 
 from ...models import Node, Session
+from .. import json_text
 from .write_transaction import WriteTransaction, placeholders
 
 # UPDATE ... RETURNING turns "advance the counter and read it" into one statement.
@@ -29,11 +32,40 @@ _AS_IS = (models.CharField, models.TextField, models.IntegerField, models.Boolea
 
 
 def _preparer(field):
+    """How one field's value becomes what the driver takes: None for as it is; for datetimes and JSON the
+    backend's own adapter called directly (`get_db_prep_save` reaches the same call through four layers
+    of checks for expressions and naive datetimes, which cost most of a batch's CPU and never apply to a
+    recorded node's values); every other field through `get_db_prep_save`."""
     target = getattr(field, "target_field", None) if field.is_relation else field
-    return None if isinstance(target, _AS_IS) else field.get_db_prep_save
+    if isinstance(target, _AS_IS):
+        return None
+    if isinstance(field, models.DateTimeField):
+        return _adapt_datetime
+    if isinstance(field, models.JSONField):
+        return partial(_adapt_json, field.encoder)
+    return field.get_db_prep_save
+
+
+def _adapt_datetime(value, connection):
+    if connection.vendor == "sqlite" and value.tzinfo is not None:
+        # What Django's SQLite adapter makes of an aware datetime (naive in the connection's zone, as
+        # text), without its layers of checks: two timestamps of every node go through here. With
+        # USE_TZ off the zone is None, and Django's own adapter says why an aware value is refused.
+        zone = connection.timezone
+        if zone is not None:
+            return str(value.astimezone(zone).replace(tzinfo=None))
+    return connection.ops.adapt_datetimefield_value(value)
+
+
+def _adapt_json(encoder, value, connection):
+    if encoder is None and connection.vendor == "sqlite":
+        return json_text.dumps(value)  # what SQLite's adapter (json.dumps) writes, with a prebuilt encoder
+    return connection.ops.adapt_json_value(value, encoder)
 
 
 _NODE_PREPARERS = tuple(_preparer(field) for field in _NODE_FIELDS)
+# A node's field values in `_NODE_FIELDS` order, read in one call.
+_node_values = attrgetter(*(field.attname for field in _NODE_FIELDS))
 
 
 def new_node(**fields) -> Node:
@@ -43,12 +75,14 @@ def new_node(**fields) -> Node:
     its descriptor (9 us a node here); on a fresh instance that only fills `__dict__`, which is done
     directly (1.4 us) unless something listens to Node's init signals, which would then be skipped.
     """
-    unknown = set(fields) - _NODE_DEFAULTS.keys()
-    if unknown:
+    if not _NODE_DEFAULTS.keys() >= fields.keys():
+        unknown = fields.keys() - _NODE_DEFAULTS.keys()
         raise TypeError(f"Node has no field(s) {', '.join(sorted(unknown))}; "
                         f"fields are: {', '.join(_NODE_DEFAULTS)}")
     values = {**_NODE_DEFAULTS, **fields}
-    if signals.pre_init.has_listeners(Node) or signals.post_init.has_listeners(Node):
+    # Any init listener at all (for any model) takes the ORM's way: asking per model costs a microsecond.
+    if (signals.pre_init.receivers or signals.post_init.receivers) and (
+            signals.pre_init.has_listeners(Node) or signals.post_init.has_listeners(Node)):
         return Node(*values.values())
     node = Node.__new__(Node)
     node._state = ModelState()
@@ -136,7 +170,7 @@ def _insert_sql(vendor: str, returning: bool) -> str:
 def insert_node(tx: WriteTransaction, node: Node) -> int:
     """INSERT the unsaved `node` and return its new id (the instance is marked saved)."""
     connection = tx.connection
-    params = _prepare([getattr(node, field.attname) for field in _NODE_FIELDS], _NODE_PREPARERS, connection)
+    params = _prepare(_node_values(node), _NODE_PREPARERS, connection)
     returning = connection.features.can_return_columns_from_insert
     cursor = tx.execute(_insert_sql(connection.vendor, returning), params)
     if returning:
@@ -169,15 +203,21 @@ def update_running_node(tx: WriteTransaction, pk: int, values: dict) -> bool:
 
 # --- group commit: batches of node rows whose ids were reserved up front ---------------------------
 
-@lru_cache(maxsize=8)
-def _insert_with_id_sql(vendor: str) -> str:
+# Rows per multi-row INSERT on SQLite, at most: fewer statements per batch, and few enough distinct
+# statements (one per remainder size) to keep them prepared. A build that allows fewer parameters per
+# statement (999 before SQLite 3.32) gets fewer rows each.
+ROWS_PER_INSERT = 100
+
+
+@lru_cache(maxsize=2 * ROWS_PER_INSERT)
+def _insert_with_id_sql(vendor: str, rows: int = 1) -> str:
     quote = _quote_name()
     table = quote(Node._meta.db_table)
     columns = ", ".join(quote(field.column) for field in (Node._meta.pk, *_NODE_FIELDS))
     if vendor == "postgresql":
         return f"COPY {table} ({columns}) FROM STDIN"
-    values = ", ".join(["%s"] * (len(_NODE_FIELDS) + 1))
-    return placeholders(f"INSERT INTO {table} ({columns}) VALUES ({values})", vendor)
+    values = "(" + ", ".join(["%s"] * (len(_NODE_FIELDS) + 1)) + ")"
+    return placeholders(f"INSERT INTO {table} ({columns}) VALUES {', '.join([values] * rows)}", vendor)
 
 
 def insert_nodes(tx: WriteTransaction, nodes: list[Node]) -> None:
@@ -186,18 +226,29 @@ def insert_nodes(tx: WriteTransaction, nodes: list[Node]) -> None:
     PostgreSQL takes them by COPY: one statement for the whole batch, where an INSERT per row (even
     pipelined) costs the server a parse and a plan each, and an INSERT of `unnest`ed column arrays
     (which could ride in the COMMIT's pipeline) costs three times COPY's CPU to encode and parse.
-    SQLite's executemany stays in process.
+    SQLite takes up to `ROWS_PER_INSERT` rows per INSERT statement: its driver lets go of the GIL around
+    each statement's execution, and a busy run thread that takes it meanwhile keeps it for up to a
+    switch interval (5 ms); with executemany (one execution per row) the writer waited that out per
+    row, and a batch of 250 rows beside a busy run took half a second instead of 40 ms.
     """
     connection = tx.connection
-    rows = [[node.pk, *_prepare([getattr(node, field.attname) for field in _NODE_FIELDS], _NODE_PREPARERS,
-                                connection)] for node in nodes]
+    rows = [[node.pk, *_prepare(_node_values(node), _NODE_PREPARERS, connection)] for node in nodes]
     if connection.vendor == "postgresql":
         tx.copy(_insert_with_id_sql(connection.vendor), rows)
     else:
-        tx.executemany(_insert_with_id_sql(connection.vendor), rows)
+        per_statement = _rows_per_insert(connection)
+        for start in range(0, len(rows), per_statement):
+            chunk = rows[start:start + per_statement]
+            tx.execute(_insert_with_id_sql(connection.vendor, len(chunk)), [value for row in chunk for value in row])
     for node in nodes:
         node._state.adding = False
         node._state.db = connection.alias
+
+
+def _rows_per_insert(connection) -> int:
+    driver = connection.connection
+    limit = driver.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) if hasattr(driver, "getlimit") else 999
+    return max(1, min(ROWS_PER_INSERT, limit // (len(_NODE_FIELDS) + 1)))
 
 
 def update_nodes(tx: WriteTransaction, updates: list[tuple[int, dict]]) -> None:

@@ -234,3 +234,69 @@ def test_a_killed_process_loses_only_its_batch_in_flight_and_its_session_ends_in
         [("outer", "interrupted")] + [("step", "completed")] * durable)
     assert [node.input["i"] for node in nodes[1:]] == list(range(durable))
     assert [node.seq for node in nodes] == list(range(session.node_count))
+
+
+def test_a_forked_child_makes_a_writer_of_its_own():
+    parent = group_commit.process_writer()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: answer through the pipe, never return into pytest
+        try:
+            mine = group_commit.process_writer()
+            answer = b"own" if mine is not parent and group_commit.process_writer() is mine else b"parent's"
+        except BaseException:
+            answer = b"failed"
+        os.write(write, answer)
+        os._exit(0)
+    os.close(write)
+    try:
+        answer = os.read(read, 16)
+    finally:
+        os.close(read)
+        os.waitpid(pid, 0)
+    assert answer == b"own"
+    assert group_commit.process_writer() is parent
+
+
+def test_a_leaf_calls_entry_and_exit_queued_together_are_written_once_even_at_a_batch_boundary(published):
+    gate = threading.Event()
+    writer = group_commit.GroupWriter(batch_ms=0, batch_rows=1, capacity=4, gate=gate)
+    session = new_session()
+    writes = write_path.RunWrites(session.pk, writer=writer)
+    try:
+        writes.create(kind="code", name="held")
+        assert writer.holding.wait(60)  # the writer holds the first batch: the next two queue behind it
+        leaf = writes.create(kind="code", name="leaf")
+        writes.finish(leaf, status="completed")
+    finally:
+        gate.set()
+    writes.flush()
+    writer.stop()
+    leaf_messages = [message["node"]["status"] for key, message in published
+                     if key == str(session.pk) and message["node"]["name"] == "leaf"]
+    assert leaf_messages == ["completed"]  # one insert, already ended: never published running
+    assert Node.objects.get(session=session, name="leaf").status == "completed"
+
+
+def test_a_batch_larger_than_one_insert_statement_is_written_whole_and_in_order(monkeypatch):
+    # Seven rows per INSERT, as a SQLite build with a small parameter limit would allow, so a batch of
+    # 40 calls spans several statements and a shorter last one.
+    monkeypatch.setattr(group_commit.sql, "_rows_per_insert", lambda connection: 7)
+    monkeypatch.setattr(group_commit.sql, "ROWS_PER_INSERT", 7)
+    with group_commit.use_writer(group_commit.GroupWriter(batch_ms=FOREVER_MS, batch_rows=1000)):
+        session = claimed_by("host:1")
+        with recording(session) as recorder:
+            parent(40)
+            recorder.flush()
+    rows = list(Node.objects.filter(session=session).order_by("seq").values_list("seq", "name", "status"))
+    assert rows == [(0, "parent", "completed")] + [(i, "child", "completed") for i in range(1, 41)]
+    assert [node.input for node in Node.objects.filter(session=session, name="child").order_by("seq")] == [
+        {"i": i} for i in range(40)]
+
+
+def test_batches_default_to_the_size_for_the_database_and_the_setting_overrides_it(settings):
+    default = group_commit.BATCH_ROWS_BY_VENDOR[connection.vendor]
+    assert group_commit.GroupWriter().batch_rows == default
+    settings.OPENPROGRAM_WRITE_BATCH_ROWS = "37"
+    assert group_commit.GroupWriter().batch_rows == 37
+    assert group_commit.GroupWriter(batch_rows=5).batch_rows == 5

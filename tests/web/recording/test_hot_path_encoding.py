@@ -1,0 +1,90 @@
+"""The recording hot path's shortcuts give exactly what the general code they stand in for gives: the
+prebuilt JSON encoders (`json_text`), the node field adapters (`write_path.sql`), the flat-dict walk
+of `json_safe`."""
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+import pytest
+from django.db import connection
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dag.models import Node
+from dag.recording import values
+from dag.recording.json_text import dumps, dumps_compact
+from dag.recording.write_path import sql
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(JSON)
+def test_the_prebuilt_encoders_write_what_json_dumps_writes(value):
+    assert dumps(value) == json.dumps(value)
+    assert dumps_compact(value) == json.dumps(value, ensure_ascii=True, separators=(",", ":"), default=str)
+
+
+def test_the_compact_encoder_writes_what_it_cannot_encode_as_text_and_the_other_refuses_it():
+    marker = datetime(2026, 12, 1, tzinfo=timezone.utc)
+    assert dumps_compact({"at": marker}) == '{"at":"%s"}' % marker
+    with pytest.raises(TypeError, match="datetime is not JSON serializable"):
+        dumps({"at": marker})
+
+
+FLAT = st.dictionaries(
+    st.text(max_size=6),
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6) | st.lists(st.integers(), max_size=2),
+    max_size=6)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(FLAT)
+def test_json_safe_of_a_flat_dict_is_the_general_walks_answer(value):
+    fast, general = values.json_safe(value), values._convert(value, 0)
+    assert json.dumps(fast) == json.dumps(general)  # NaN becomes the same text either way
+    assert list(fast) == list(general)
+
+
+def test_json_safe_cleans_text_keys_and_values_and_leaves_int_subclasses_to_the_general_walk():
+    class Count(int):
+        def __repr__(self):
+            return "Count!"
+
+    assert values.json_safe({"a\x00": "b\x00", "n": float("nan")}) == {"a\ufffd": "b\ufffd", "n": "nan"}
+    converted = values.json_safe({"count": Count(3)})
+    assert converted == {"count": 3} and type(converted["count"]) is int
+
+
+def _django_prepared(field_name: str, value):
+    return Node._meta.get_field(field_name).get_db_prep_save(value, connection)
+
+
+@pytest.mark.parametrize("value", [
+    datetime(2026, 12, 1, 15, 39, 19, 123456, tzinfo=timezone.utc),
+    datetime(2026, 12, 1, 15, 39, 19, tzinfo=timezone.utc),  # no fraction: none written
+    datetime(2026, 6, 1, 8, 0, tzinfo=ZoneInfo("Europe/Paris")),
+    datetime(2026, 12, 1, 23, 30, tzinfo=timezone(timedelta(hours=-5))),
+    datetime(2026, 12, 1, 12, 0),  # naive
+])
+def test_node_timestamps_are_prepared_as_the_orm_prepares_them(value, db):
+    fast = sql._adapt_datetime(value, connection)
+    assert fast == connection.ops.adapt_datetimefield_value(value)
+    if value.tzinfo is not None:
+        assert fast == _django_prepared("started_at", value)
+
+
+@pytest.mark.parametrize("value", [{"i": 3, "note": "a short argument"}, [1, "two", None], "text", 3, math.pi, True])
+def test_node_json_is_prepared_as_the_orm_prepares_it(value, db):
+    fast = sql._adapt_json(None, value, connection)
+    expected = _django_prepared("input", value)
+    if connection.vendor == "postgresql":  # psycopg's Jsonb wrapper: compare what it holds and writes
+        assert (fast.obj, fast.dumps(fast.obj)) == (expected.obj, expected.dumps(expected.obj))
+    else:
+        assert fast == expected
