@@ -246,8 +246,9 @@ def bulk_create_rate(owner, calls: int) -> float:
     return best_rate(calls, [one_round() for _ in range(ROUNDS)])
 
 
-def render_ms(owner) -> float:
-    """What choosing one more model call's context costs after RENDER_NODES recorded calls."""
+def render_ms(owner) -> dict:
+    """What rendering one more model call's context costs after RENDER_NODES recorded calls, and its length."""
+    from dag.recording.context_render import CONTEXT_LIMIT
     from dag.recording import write_path
     from dag.recording.recorder import DjangoRecorder
     from runtime import agentic_function, use_recorder
@@ -258,20 +259,20 @@ def render_ms(owner) -> float:
         return i
 
     @agentic_function(register_globally=False)
-    def long_run(count: int) -> float:
+    def long_run(count: int) -> tuple[float, int]:
         for i in range(count):
             leaf(i)
         recorder, frame = current_recorder(), current_frame()
         recorder.flush()
         started = time.perf_counter()
-        recorder.render_context(frame)
-        return time.perf_counter() - started
+        text = recorder.render_context(frame) or ""
+        return time.perf_counter() - started, len(text)
 
     recorder = DjangoRecorder(write_path.queue_session(owner, function="bench-context"))
     with use_recorder(recorder):
-        seconds = long_run(RENDER_NODES)
+        seconds, chars = long_run(RENDER_NODES)
     recorder.close()
-    return seconds * 1000
+    return {"ms": seconds * 1000, "chars": chars, "cap": CONTEXT_LIMIT}
 
 
 # --- through the running app --------------------------------------------------------------------
@@ -360,7 +361,9 @@ def report(name: str, figures: dict) -> None:
         print(f"  {label:66} {rate:9,.0f} calls/s  {rate / raw:6.2f}  {rate / bulk:14.2f}")
     print(f"  write -> websocket at that rate ({app['live']:,} live node changes): median {app['median_ms']:.1f} ms, "
           f"p95 {app['p95_ms']:.1f} ms")
-    print(f"  context for a model call after {RENDER_NODES:,} recorded calls: {figures['render_ms']:.0f} ms")
+    render = figures["render_ms"]
+    print(f"  context for a model call after {RENDER_NODES:,} recorded calls (the default range, so as many as the "
+          f"{render['cap']:,}-character cap holds): {render['ms']:.0f} ms for {render['chars']:,} characters")
     targets = {"app >= 5,000 calls/s": app["calls_per_s"] >= 5000,
                "app >= 0.5 of the raw-driver floor": app["calls_per_s"] >= 0.5 * raw,
                "app >= 0.5 of the bulk_create floor": app["calls_per_s"] >= 0.5 * bulk,
