@@ -88,3 +88,13 @@ def test_node_json_is_prepared_as_the_orm_prepares_it(value, db):
         assert (fast.obj, fast.dumps(fast.obj)) == (expected.obj, expected.dumps(expected.obj))
     else:
         assert fast == expected
+
+
+def test_the_recording_clock_follows_use_tz_as_timezone_now_does(settings):
+    from django.utils import timezone as django_timezone
+
+    from dag.recording import clock
+
+    assert clock.now().tzinfo is timezone.utc and django_timezone.now().tzinfo is timezone.utc
+    settings.USE_TZ = False
+    assert clock.now().tzinfo is None and django_timezone.now().tzinfo is None
