@@ -83,3 +83,58 @@ def test_a_process_that_lost_a_lease_stops_that_run():
         assert not kept_signal.is_set
         with pytest.raises(CancelledError, match="lost its lease"):
             reaped_signal.raise_if_set()
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite takes one lock for the whole database")
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_locks_sessions_in_the_order_a_batch_does_so_they_never_deadlock():
+    import threading
+    import time
+
+    from django.db import connections
+
+    # Claimed higher id first, so a plain UPDATE finds (and locks) the higher one first.
+    pair = [new_session(), new_session()]
+    low, high = sorted(pair, key=lambda session: str(session.pk))
+    for session in (high, low):
+        write_path.claim_session(session.pk, worker=WORKER, now=T0)
+    table = Session._meta.db_table
+    failures, renewed = [], []
+    batch_holds_low, heartbeat_started = threading.Event(), threading.Event()
+
+    def a_batch():  # what a group-commit batch does: lock its sessions in id order, low then high
+        try:
+            with connections["default"].cursor() as cursor:
+                cursor.execute("BEGIN")
+                cursor.execute(f'UPDATE "{table}" SET rev = rev WHERE id = %s', [low.pk])
+                batch_holds_low.set()
+                assert heartbeat_started.wait(30)
+                deadline = time.monotonic() + 30
+                while True:  # until the heartbeat waits for a lock (for low: it holds high, or nothing)
+                    cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
+                    if cursor.fetchone()[0] or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.01)
+                cursor.execute(f'UPDATE "{table}" SET rev = rev WHERE id = %s', [high.pk])
+                cursor.execute("COMMIT")
+        except Exception as exc:
+            failures.append(exc)
+        finally:
+            connections["default"].close()
+
+    def a_heartbeat():
+        try:
+            assert batch_holds_low.wait(30)
+            heartbeat_started.set()
+            renewed.append(write_path.renew_leases(WORKER, at(2)))
+        except Exception as exc:
+            failures.append(exc)
+        finally:
+            connections["default"].close()
+
+    threads = [threading.Thread(target=a_batch), threading.Thread(target=a_heartbeat)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert failures == [] and renewed == [2]
