@@ -19,6 +19,19 @@ def _function_of(session):
     return Session.objects.values_list("function", flat=True).get(pk=session.pk)
 
 
+def _duplicate_of(tx, session):
+    """An INSERT of a session row with `session`'s id (SQL and parameters): it fails on the primary key."""
+    return placeholders('INSERT INTO "dag_session" ("id") VALUES (%s)', tx.connection.vendor), [session.pk.hex]
+
+
+def _assert_unchanged_and_usable(session):
+    """The failed transaction changed nothing, and the connection takes the next one."""
+    assert _function_of(session) == "before"
+    with WriteTransaction() as tx:
+        _rename(tx, session, "still works")
+    assert _function_of(session) == "still works"
+
+
 def test_a_committed_write_is_kept_and_its_callbacks_run_after_the_commit():
     session = new_session(function="before")
     seen = []
@@ -50,12 +63,8 @@ def test_an_exception_rolls_back_and_propagates():
 def test_database_errors_come_out_as_djangos_and_leave_the_connection_usable():
     session = new_session(function="before")
     with pytest.raises(IntegrityError), WriteTransaction() as tx:
-        tx.execute(placeholders('INSERT INTO "dag_session" ("id") VALUES (%s)', tx.connection.vendor),
-                   [session.pk.hex])
-    assert _function_of(session) == "before"
-    with WriteTransaction() as tx:
-        _rename(tx, session, "still works")
-    assert _function_of(session) == "still works"
+        tx.execute(*_duplicate_of(tx, session))
+    _assert_unchanged_and_usable(session)
 
 
 @pytest.mark.parametrize("lean", [True, False])
@@ -106,9 +115,5 @@ def test_a_deferred_statement_that_fails_rolls_back_the_whole_transaction():
     session = new_session(function="before")
     with pytest.raises(IntegrityError), WriteTransaction() as tx:
         _rename(tx, session, "after")
-        tx.defer(placeholders('INSERT INTO "dag_session" ("id") VALUES (%s)', tx.connection.vendor),
-                 [session.pk.hex])
-    assert _function_of(session) == "before"
-    with WriteTransaction() as tx:
-        _rename(tx, session, "still works")
-    assert _function_of(session) == "still works"
+        tx.defer(*_duplicate_of(tx, session))
+    _assert_unchanged_and_usable(session)
