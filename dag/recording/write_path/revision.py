@@ -39,14 +39,20 @@ def advance(tx: WriteTransaction, session_id, *, revs: int = 1, nodes: int = 0,
     """
     advanced = sql.advance(tx, session_id, revs, nodes, lease)
     if advanced is None:
-        held = sql.lease_of(tx, session_id) if lease is not None else None
-        if held is None:
-            raise Session.DoesNotExist(f"session {session_id} does not exist (was it deleted?)")
-        status, worker = held
-        why = f"it has ended {status}" if status in Session.TERMINAL else f"worker {worker} holds its lease"
-        raise WriteRefused(f"session {session_id} no longer belongs to this run ({lease}): {why}; "
-                           f"the write was refused and the run stops")
+        raise refusal(tx, session_id, lease)
     return advanced
+
+
+def refusal(tx: WriteTransaction, session_id, lease: Optional[str]) -> Exception:
+    """Why an advance of the session matched nothing: `Session.DoesNotExist`, or `WriteRefused` saying
+    whether the session has ended or another worker holds its lease."""
+    held = sql.lease_of(tx, session_id) if lease is not None else None
+    if held is None:
+        return Session.DoesNotExist(f"session {session_id} does not exist (was it deleted?)")
+    status, worker = held
+    why = f"it has ended {status}" if status in Session.TERMINAL else f"worker {worker} holds its lease"
+    return WriteRefused(f"session {session_id} no longer belongs to this run ({lease}): {why}; "
+                        f"the write was refused and the run stops")
 
 
 def node_message(node: Node) -> dict:

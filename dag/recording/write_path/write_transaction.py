@@ -13,8 +13,9 @@ On PostgreSQL every statement is a round trip to the server, and on a loaded mac
 costs milliseconds, not microseconds: the server's process and the writer's thread (which waits for
 the GIL again after each one) must both be scheduled. So a lean transaction there sends its BEGIN
 with its first statement, and `defer`red statements (those whose results nobody reads) with its
-COMMIT, each group in one psycopg pipeline: a group-commit batch of one session is its advance, its
-COPY and its COMMIT (four round trips where it was five or six: COPY cannot be pipelined).
+COMMIT, each group in one psycopg pipeline; `fetch_all` sends several statements whose results are
+read in one pipeline too, with the COMMIT if asked: a group-commit batch, whatever its number of
+sessions, is one round trip.
 """
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ PIPELINED_VENDORS = frozenset({"postgresql"})
 
 
 class WriteTransaction:
-    """`with WriteTransaction() as tx:` gives `tx.execute(sql, params)`, `tx.defer(sql, params)` and
+    """`with WriteTransaction() as tx:` gives `tx.execute(sql, params)`, `tx.fetch_all(statements)` (several
+    statements' rows in one round trip), `tx.defer(sql, params)` and
     `tx.defer_many(sql, params_seq)` (statements whose results are not read: run at once, or on
     PostgreSQL sent with the COMMIT, where their errors are raised), `tx.connection`,
     `tx.after_commit(fn)` and `tx.discard()` (roll back instead of committing, without an exception).
@@ -56,7 +58,7 @@ class WriteTransaction:
         self._own = (self.lean and self.driver and not connection.in_atomic_block
                      and connection.get_autocommit())
         self._pipelined = self._own and connection.vendor in PIPELINED_VENDORS
-        self._begun = False
+        self._begun = self._committed = False
         if self._own:
             connection.ensure_connection()
             with connection.wrap_database_errors:
@@ -85,19 +87,40 @@ class WriteTransaction:
                 self.cursor.execute(sql, params)
         return self.cursor
 
+    def fetch_all(self, statements: list[tuple[str, object]], *, commit: bool = False) -> list[list[tuple]]:
+        """Run the (sql, params) `statements` in order; the rows each one returned ([] for one that returns
+        none). On PostgreSQL they travel together, with BEGIN if it was not sent yet: one round trip,
+        where `execute` takes one per statement. `commit`: there, the `defer`red statements and the
+        COMMIT travel with them too, and the `with` block has nothing left to send (elsewhere the block
+        commits as usual)."""
+        if not self._pipelined:
+            return [_rows(self.execute(sql, params)) for sql, params in statements]
+        driver = self.connection.connection
+        cursors = []
+        try:
+            with self.connection.wrap_database_errors:
+                with driver.pipeline():  # its end sends everything and takes every result
+                    if not self._begun:
+                        self._begun = True
+                        self.cursor.execute(_BEGIN[self.connection.vendor])
+                    for sql, params in statements:
+                        cursors.append(cursor := driver.cursor())
+                        cursor.execute(sql, params)
+                    if commit:
+                        self._send_deferred()
+                        self.cursor.execute("COMMIT")
+                if commit:
+                    self._committed = True
+                return [_rows(cursor) for cursor in cursors]
+        finally:
+            for cursor in cursors:
+                cursor.close()
+
     def executemany(self, sql: str, params_seq) -> None:
         """Run one statement once per parameter row (a batch of inserts or updates)."""
         self._ensure_begun()
         with self.connection.wrap_database_errors:
             self.cursor.executemany(sql, params_seq)
-
-    def copy(self, sql: str, rows) -> None:
-        """PostgreSQL: stream `rows` into `COPY ... FROM STDIN` (psycopg adapts each value by its type)."""
-        self._ensure_begun()
-        with self.connection.wrap_database_errors:
-            with self.cursor.copy(sql) as copy:
-                for row in rows:
-                    copy.write_row(row)
 
     def defer(self, sql: str, params=()) -> None:
         """`execute`, for a statement whose result is not read: on PostgreSQL sent with the COMMIT."""
@@ -143,7 +166,7 @@ class WriteTransaction:
         try:
             if exc_type is None and not self._discarded:
                 self._commit()
-            elif self._begun:
+            elif self._begun and not self._committed:
                 self._rollback(quiet=exc_type is not None)
         finally:
             self.cursor.close()
@@ -153,8 +176,8 @@ class WriteTransaction:
         return False
 
     def _commit(self) -> None:
-        if not self._begun and not self._deferred:
-            return  # a pipelined transaction that sent nothing has nothing to commit
+        if self._committed or (not self._begun and not self._deferred):
+            return  # committed by `fetch_all`, or a pipelined transaction that sent nothing
         try:
             with self.connection.wrap_database_errors:
                 if not self._pipelined:
@@ -166,12 +189,16 @@ class WriteTransaction:
                     if not self._begun:
                         self._begun = True
                         self.cursor.execute(_BEGIN[self.connection.vendor])
-                    for method, sql, params in self._deferred:
-                        getattr(self.cursor, method)(sql, params)
+                    self._send_deferred()
                     self.cursor.execute("COMMIT")
         except BaseException:
             self._rollback(quiet=True)
             raise
+
+    def _send_deferred(self) -> None:
+        deferred, self._deferred = self._deferred, []
+        for method, sql, params in deferred:
+            getattr(self.cursor, method)(sql, params)
 
     def _rollback(self, *, quiet: bool) -> None:
         try:
@@ -181,6 +208,10 @@ class WriteTransaction:
             # The database may have ended the transaction itself; the error that got us here matters.
             if not quiet:
                 raise
+
+
+def _rows(cursor) -> list[tuple]:
+    return cursor.fetchall() if cursor.description is not None else []
 
 
 def placeholders(sql: str, vendor: str) -> str:
