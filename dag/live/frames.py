@@ -43,9 +43,48 @@ def fit(record: dict, fields=NODE_FIELDS) -> str:
     return dumps(record)
 
 
+class NodeItem(dict):
+    """A live node change, `{"type": "node", "rev": R, "node": record}`, that encodes its record once.
+
+    `record_json` is the record's JSON (`dumps`), made on first use: PostgreSQL's write path stores the
+    same text as the row, and `encode_item` reuses it for the stream, so a recorded node is encoded
+    once for both. It is only valid while the record is not changed.
+    """
+
+    __slots__ = ("_record_json",)
+
+    @property
+    def record_json(self) -> str:
+        try:
+            return self._record_json
+        except AttributeError:
+            self._record_json = text = dumps(self["node"])
+            return text
+
+    def renumber(self, seq: int, rev: int) -> None:
+        """Give the change its node's final `seq` and `rev`, its record (and its JSON, if made) too."""
+        record = self["node"]
+        self["rev"] = record["rev"] = rev
+        record["seq"] = seq
+        try:
+            text = self._record_json
+        except AttributeError:
+            return
+        # A record's keys come in `as_dict` order: "seq" right after the integer "id", and "rev" after
+        # every value that could hold a key of that name (only timestamps and an integer follow it).
+        seq_at = text.index(',"seq":') + 7
+        rev_at = text.rindex(',"rev":') + 7
+        self._record_json = (f"{text[:seq_at]}{seq}{text[text.index(',', seq_at):rev_at]}{rev}"
+                             f"{text[text.index(',', rev_at):]}")
+
+
 def encode_item(item: dict) -> str:
     """One live message ({"type": "node"|"session", "rev", ...}) with its node fitted."""
     kind = item.get("type")
+    if isinstance(item, NodeItem):
+        text = item.record_json
+        return '{"type":"node","rev":%d,"node":%s}' % (item["rev"], text if len(text) <= NODE_LIMIT
+                                                       else fit(item["node"]))
     if kind == "node" and isinstance(item.get("node"), dict):
         return '{"type":"node","rev":%d,"node":%s}' % (item["rev"], fit(item["node"]))
     if kind == "session" and isinstance(item.get("session"), dict):

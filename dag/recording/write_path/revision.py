@@ -20,6 +20,7 @@ from typing import Optional
 from runtime import CancelledError
 
 from ...live import broadcast
+from ...live.frames import NodeItem
 from ...models import Node, Session
 from . import sql
 from .write_transaction import WriteTransaction
@@ -55,8 +56,8 @@ def refusal(tx: WriteTransaction, session_id, lease: Optional[str]) -> Exception
                         f"the write was refused and the run stops")
 
 
-def node_message(node: Node) -> dict:
-    return {"type": "node", "rev": node.rev, "node": node.as_dict()}
+def node_message(node: Node) -> NodeItem:
+    return NodeItem(type="node", rev=node.rev, node=node.as_dict())
 
 
 def session_message(session: Session) -> dict:

@@ -8,6 +8,7 @@ Each function runs in a `dag.recording.write_path.write_transaction.WriteTransac
 """
 from __future__ import annotations
 
+import re
 import sqlite3
 from functools import lru_cache, partial
 from operator import attrgetter
@@ -106,14 +107,19 @@ def _prepare(values, preparers, connection) -> list:
 _TERMINAL = tuple(sorted(Session.TERMINAL))
 
 
+def fence_sql() -> str:
+    """The lease fence, to follow a session row's WHERE: its parameters are `*_TERMINAL, lease`."""
+    quote = _quote_name()
+    return f" AND {quote('status')} NOT IN ({', '.join(['%s'] * len(_TERMINAL))}) AND {quote('worker')} IN (%s, '')"
+
+
 @lru_cache(maxsize=8)
 def _advance_sql(vendor: str, returning: bool, fenced: bool) -> tuple[str, Optional[str]]:
     quote = _quote_name()
     table, rev, count, pk = (quote(n) for n in (Session._meta.db_table, "rev", "node_count", "id"))
     update = f"UPDATE {table} SET {rev} = {rev} + %s, {count} = {count} + %s WHERE {pk} = %s"
     if fenced:
-        terminal = ", ".join(["%s"] * len(_TERMINAL))
-        update += f" AND {quote('status')} NOT IN ({terminal}) AND {quote('worker')} IN (%s, '')"
+        update += fence_sql()
     if returning:
         return placeholders(f"{update} RETURNING {rev}, {count}", vendor), None
     return (placeholders(update, vendor),
@@ -122,6 +128,21 @@ def _advance_sql(vendor: str, returning: bool, fenced: bool) -> tuple[str, Optio
 
 def _key(tx: WriteTransaction, session_id):
     return _SESSION_PK.get_db_prep_value(_SESSION_PK.to_python(session_id), tx.connection)
+
+
+def _returning(connection) -> bool:
+    # SQLite has RETURNING from 3.35 (Django 5.2 supports older): Django's INSERT flag tracks that.
+    return connection.vendor in RETURNING_VENDORS and connection.features.can_return_columns_from_insert
+
+
+def give_back_revisions(tx: WriteTransaction, session_id, count: int) -> None:
+    """Take back `count` revisions an advance in `tx` reserved and no change used."""
+    update, _ = _advance_sql(tx.connection.vendor, _returning(tx.connection), False)
+    tx.defer(update, [-count, 0, _key(tx, session_id)])
+
+
+def _advance_params(key, revs: int, nodes: int, lease: Optional[str]) -> list:
+    return [revs, nodes, key] if lease is None else [revs, nodes, key, *_TERMINAL, lease]
 
 
 def advance(tx: WriteTransaction, session_id, revs: int, nodes: int,
@@ -133,17 +154,33 @@ def advance(tx: WriteTransaction, session_id, revs: int, nodes: int,
     """
     connection = tx.connection
     key = _key(tx, session_id)
-    # SQLite has RETURNING from 3.35 (Django 5.2 supports older): Django's INSERT flag tracks that.
-    returning = connection.vendor in RETURNING_VENDORS and connection.features.can_return_columns_from_insert
-    update, select = _advance_sql(connection.vendor, returning, lease is not None)
-    params = [revs, nodes, key] if lease is None else [revs, nodes, key, *_TERMINAL, lease]
-    cursor = tx.execute(update, params)
+    update, select = _advance_sql(connection.vendor, _returning(connection), lease is not None)
+    cursor = tx.execute(update, _advance_params(key, revs, nodes, lease))
     if select is not None:
         if cursor.rowcount == 0:
             return None
         cursor = tx.execute(select, [key])
     row = cursor.fetchone()
     return (row[0], row[1]) if row is not None else None
+
+
+def lock_sessions(tx: WriteTransaction, advances: list[tuple], backfills: list[int]
+                  ) -> tuple[list[Optional[tuple[int, int]]], set[int]]:
+    """`advance` each (session_id, revs, nodes, lease) of `advances`, in order, then read which nodes of
+    `backfills` are still running (under those locks, so it stays true): each advance's (rev, node_count)
+    or None, and the running pks. On PostgreSQL, one round trip for all of it."""
+    connection = tx.connection
+    if not _returning(connection):
+        advanced = [advance(tx, *request) for request in advances]
+        return advanced, running_among(tx, backfills) if backfills else set()
+    statements = [(_advance_sql(connection.vendor, True, lease is not None)[0],
+                   _advance_params(_key(tx, session_id), revs, nodes, lease))
+                  for session_id, revs, nodes, lease in advances]
+    if backfills:
+        statements.append(_running_among_sql(connection.vendor, backfills))
+    results = tx.fetch_all(statements)
+    advanced = [rows[0] if rows else None for rows in results[:len(advances)]]
+    return advanced, {row[0] for row in results[len(advances)]} if backfills else set()
 
 
 @lru_cache(maxsize=8)
@@ -212,34 +249,27 @@ ROWS_PER_INSERT = 100
 @lru_cache(maxsize=2 * ROWS_PER_INSERT)
 def _insert_with_id_sql(vendor: str, rows: int = 1) -> str:
     quote = _quote_name()
-    table = quote(Node._meta.db_table)
     columns = ", ".join(quote(field.column) for field in (Node._meta.pk, *_NODE_FIELDS))
-    if vendor == "postgresql":
-        return f"COPY {table} ({columns}) FROM STDIN"
     values = "(" + ", ".join(["%s"] * (len(_NODE_FIELDS) + 1)) + ")"
-    return placeholders(f"INSERT INTO {table} ({columns}) VALUES {', '.join([values] * rows)}", vendor)
+    return placeholders(f"INSERT INTO {quote(Node._meta.db_table)} ({columns}) VALUES {', '.join([values] * rows)}",
+                        vendor)
 
 
 def insert_nodes(tx: WriteTransaction, nodes: list[Node]) -> None:
-    """INSERT the unsaved `nodes`, each with its id already set (reserved by `reserve_node_ids`).
+    """INSERT the unsaved `nodes`, each with its id already set (`reserve_node_ids`), up to
+    `ROWS_PER_INSERT` rows per statement (SQLite; PostgreSQL takes `numbered_writes`).
 
-    PostgreSQL takes them by COPY: one statement for the whole batch, where an INSERT per row (even
-    pipelined) costs the server a parse and a plan each, and an INSERT of `unnest`ed column arrays
-    (which could ride in the COMMIT's pipeline) costs three times COPY's CPU to encode and parse.
-    SQLite takes up to `ROWS_PER_INSERT` rows per INSERT statement: its driver lets go of the GIL around
-    each statement's execution, and a busy run thread that takes it meanwhile keeps it for up to a
-    switch interval (5 ms); with executemany (one execution per row) the writer waited that out per
-    row: 250 rows beside a thread busy in Python took 250-660 ms, against 40-55 ms as multi-row INSERTs.
+    SQLite's driver lets go of the GIL around each statement's execution, and a busy run thread that
+    takes it meanwhile keeps it for up to a switch interval (5 ms); with executemany (one execution per
+    row) the writer waited that out per row: 250 rows beside a thread busy in Python took 250-660 ms,
+    against 40-55 ms as multi-row INSERTs.
     """
     connection = tx.connection
     rows = [[node.pk, *_prepare(_node_values(node), _NODE_PREPARERS, connection)] for node in nodes]
-    if connection.vendor == "postgresql":
-        tx.copy(_insert_with_id_sql(connection.vendor), rows)
-    else:
-        per_statement = _rows_per_insert(connection)
-        for start in range(0, len(rows), per_statement):
-            chunk = rows[start:start + per_statement]
-            tx.execute(_insert_with_id_sql(connection.vendor, len(chunk)), [value for row in chunk for value in row])
+    per_statement = _rows_per_insert(connection)
+    for start in range(0, len(rows), per_statement):
+        chunk = rows[start:start + per_statement]
+        tx.execute(_insert_with_id_sql(connection.vendor, len(chunk)), [value for row in chunk for value in row])
     for node in nodes:
         node._state.adding = False
         node._state.db = connection.alias
@@ -263,12 +293,16 @@ def update_nodes(tx: WriteTransaction, updates: list[tuple[int, dict]]) -> None:
                             for pk, values in rows])
 
 
-def running_among(tx: WriteTransaction, pks: list[int]) -> set[int]:
-    """Which of the nodes `pks` are still running (read under the session's lock, so it stays true)."""
+def _running_among_sql(vendor: str, pks: list[int]) -> tuple[str, list]:
     quote = _quote_name()
     sql = (f"SELECT {quote(Node._meta.pk.column)} FROM {quote(Node._meta.db_table)} "
            f"WHERE {quote(Node._meta.pk.column)} IN ({', '.join(['%s'] * len(pks))}) AND {quote('status')} = %s")
-    return {row[0] for row in tx.execute(placeholders(sql, tx.connection.vendor), [*pks, "running"]).fetchall()}
+    return placeholders(sql, vendor), [*pks, "running"]
+
+
+def running_among(tx: WriteTransaction, pks: list[int]) -> set[int]:
+    """Which of the nodes `pks` are still running (read under the session's lock, so it stays true)."""
+    return {row[0] for row in tx.execute(*_running_among_sql(tx.connection.vendor, pks)).fetchall()}
 
 
 @lru_cache(maxsize=8)
