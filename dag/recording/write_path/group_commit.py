@@ -70,14 +70,14 @@ QUEUE_BATCHES = 1
 
 @dataclass(slots=True)
 class NodeCreate:
-    session_id: Any
+    session_id: str  # `session_key`
     lease: Optional[str]
     node: Node  # id set; the writer owns it from here on (it sets seq, rev and, if merged, the exit)
 
 
 @dataclass(slots=True)
 class NodeFinish:
-    session_id: Any
+    session_id: str  # `session_key`
     lease: Optional[str]
     pk: int
     fields: dict  # status, output, error, finished_at, ...
@@ -204,6 +204,8 @@ class GroupWriter:
         committed; the failure recorded for that session, if any (not raised: callers decide)."""
         if threading.current_thread() is self._thread:
             return None  # a listener called from the writer itself: everything before it is committed
+        if session_id is not None:
+            session_id = session_key(session_id)
         with self._lock:
             waiting = self._pending.get(session_id, 0) if session_id is not None else len(self._pending)
             if not waiting:
@@ -218,9 +220,10 @@ class GroupWriter:
 
     def forget(self, session_id: Any) -> None:
         """Drop what the writer keeps about a session that has ended (its failure, its open nodes)."""
+        key = session_key(session_id)
         with self._lock:
-            self._failures.pop(session_id, None)
-            self._open.pop(session_id, None)
+            self._failures.pop(key, None)
+            self._open.pop(key, None)
 
     def stop(self) -> None:
         """Commit what is queued, then end the thread (it closes its database connection)."""
@@ -233,7 +236,9 @@ class GroupWriter:
             thread.join()
 
     def _ensure_thread(self) -> None:  # called with the lock held
-        if self._thread is None or not self._thread.is_alive():
+        # The thread clears `_thread` (under the lock) as it decides to end, so no write is queued for
+        # a thread that has ended; asking `is_alive()` on every write cost more than queueing it.
+        if self._thread is None:
             self._stopping = False
             self._thread = threading.Thread(target=self._run, name="dag-group-commit", daemon=True)
             self._thread.start()
@@ -251,6 +256,9 @@ class GroupWriter:
                 else:
                     connections[DEFAULT_DB_ALIAS].close()  # idle: hold no connection
         finally:
+            with self._lock:
+                if self._thread is threading.current_thread():
+                    self._thread = None  # ended by surprise: the next write starts another
             connections.close_all()
 
     def _take(self) -> Optional[list]:
@@ -259,6 +267,7 @@ class GroupWriter:
             lingered = False
             while not self._queue:
                 if self._stopping:
+                    self._thread = None
                     return None
                 if lingered:
                     self._not_empty.wait()
@@ -325,7 +334,7 @@ class GroupWriter:
         for entry in writes:
             if entry.session_id not in self._failures:
                 parts.setdefault((entry.session_id, entry.lease), []).append(entry)
-        return [_Part(key, entries) for key, entries in sorted(parts.items(), key=lambda item: str(item[0][0]))]
+        return [_Part(key, entries) for key, entries in sorted(parts.items(), key=lambda item: item[0][0])]
 
     def _write_alone(self, part: _Part) -> dict[tuple, _Outcome]:
         try:
@@ -522,7 +531,7 @@ def flush_session(session_id) -> Optional[BaseException]:
     if writer is None or connections[DEFAULT_DB_ALIAS].in_atomic_block:
         return None
     try:
-        key = Session._meta.pk.to_python(session_id)
+        key = session_key(session_id)
     except ValidationError:
         return None  # no such session can have writes queued
     return writer.flush(key)
@@ -532,7 +541,13 @@ def session_ended(session_id) -> None:
     """The session has its terminal status: the writer forgets it."""
     writer = running_writer()
     if writer is not None:
-        writer.forget(Session._meta.pk.to_python(session_id))
+        writer.forget(session_id)
+
+
+def session_key(session_id) -> str:
+    """How the writer knows a session (queued writes carry it): its id as text. A UUID's hash is
+    computed in Python, and the writer hashes a write's session several times on its way."""
+    return str(Session._meta.pk.to_python(session_id))
 
 
 @contextmanager

@@ -24,7 +24,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from ...models import Node, Session
 from .. import clock
 from . import sql
-from .group_commit import GroupWriter, NodeCreate, NodeFinish, process_writer, running_writer
+from .group_commit import GroupWriter, NodeCreate, NodeFinish, process_writer, running_writer, session_key
 from .nodes import create_node, finish_node
 from .write_transaction import DRIVER_VENDORS, WriteTransaction
 
@@ -40,6 +40,7 @@ class RunWrites:
 
     def __init__(self, session_id, lease: Optional[str] = None, writer: Optional[GroupWriter] = None):
         self.session_id = Session._meta.pk.to_python(session_id)
+        self._key = session_key(self.session_id)
         self.lease = lease
         self._writer = writer
         self._ids: deque[int] = deque()
@@ -56,7 +57,7 @@ class RunWrites:
         if writer is None:
             return create_node(self.session_id, lease=self.lease, **fields)
         node = sql.new_node(id=self._next_id(), session_id=self.session_id, **fields)
-        writer.submit(NodeCreate(self.session_id, self.lease, node))
+        writer.submit(NodeCreate(self._key, self.lease, node))
         return node
 
     def finish(self, node: Node, **fields: Any) -> None:
@@ -67,7 +68,7 @@ class RunWrites:
         if writer is None:
             finish_node(node, lease=self.lease, **fields)
         else:
-            writer.submit(NodeFinish(self.session_id, self.lease, node.pk, fields))
+            writer.submit(NodeFinish(self._key, self.lease, node.pk, fields))
 
     def flush(self, *, raise_failure: bool = True) -> None:
         """Wait until this run's queued writes have committed (read-your-writes). A refused or failed
