@@ -215,7 +215,7 @@ def raw_driver_rate(owner, calls: int) -> float:
             cursor.execute("COMMIT")
         return time.perf_counter() - started
 
-    # PostgreSQL's fastest driver path is COPY (what the write path uses there); SQLite's executemany.
+    # PostgreSQL's fastest driver path for rows is COPY; SQLite's executemany.
     ways = {"executemany": False, **({"COPY": True} if vendor == "postgresql" else {})}
     rates = {}
     for name, by_copy in ways.items():

@@ -53,7 +53,7 @@ def _fields_types(fields) -> str:
     return ", ".join(f"{_quote(field.name)} {_record_type(field)}" for field in fields)
 
 
-def _insert_cte(fenced: bool) -> str:
+def _insert_cte() -> str:
     fields = [field for field in Node._meta.concrete_fields if field.name != "session"]
     relative = {"seq": "s.seq0 + r.{}", "rev": _REV.format(row="r")}
     columns = ", ".join(_quote(field.column) for field in (Node._meta.get_field("session"), *fields))
@@ -87,7 +87,7 @@ def _write_sql(fenced: bool, inserts: bool, updates: tuple[tuple[str, ...], ...]
     else:
         ctes.append(f"dropped AS (SELECT NULL::bigint AS {_quote('rev')} WHERE false)")
     if inserts:
-        ctes.append(f"inserted AS ({_insert_cte(fenced)})")
+        ctes.append(f"inserted AS ({_insert_cte()})")
     ctes += [f"backfilled_{index} AS ({_update_cte(names)})" for index, names in enumerate(updates)]
     if updates:
         session, rev = _quote(Session._meta.db_table), _quote("rev")

@@ -8,7 +8,6 @@ Each function runs in a `dag.recording.write_path.write_transaction.WriteTransac
 """
 from __future__ import annotations
 
-import re
 import sqlite3
 from functools import lru_cache, partial
 from operator import attrgetter
@@ -257,7 +256,7 @@ def _insert_with_id_sql(vendor: str, rows: int = 1) -> str:
 
 def insert_nodes(tx: WriteTransaction, nodes: list[Node]) -> None:
     """INSERT the unsaved `nodes`, each with its id already set (`reserve_node_ids`), up to
-    `ROWS_PER_INSERT` rows per statement (SQLite; PostgreSQL takes `numbered_writes`).
+    `ROWS_PER_INSERT` rows per statement (SQLite: PostgreSQL batches go through `numbered_sql`).
 
     SQLite's driver lets go of the GIL around each statement's execution, and a busy run thread that
     takes it meanwhile keeps it for up to a switch interval (5 ms); with executemany (one execution per
