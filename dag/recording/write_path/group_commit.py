@@ -19,8 +19,9 @@ What stays as it was with one transaction per write:
   `flush_session` first.
 
 A node created and ended within one batch is inserted once, already ended (one row write, one revision).
-On PostgreSQL the rows' numbers are given by the statements themselves (`numbered_sql`), so a batch and
-its COMMIT are one round trip; elsewhere the counters are read first.
+How a batch becomes rows is `batch_writes`: on PostgreSQL the rows' numbers are given by the statements
+themselves (`numbered_sql`), so a batch and its COMMIT are one round trip; elsewhere the counters are
+read first.
 Back-pressure: a full queue makes `submit` wait; nothing is ever dropped for room. A crash of the
 process loses what was queued and not yet committed: the batch in flight and what arrived during its
 commit, i.e. about one batch window of writes; the nodes it had committed `running` are closed
@@ -44,9 +45,8 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from ...conf import conf
 from ...live import broadcast
 from ...models import Node, Session
-from ...live.frames import NodeItem
-from . import numbered_sql, sql
-from .revision import node_message, refusal
+from .batch_writes import Outcome, Part, exit_of, parts_of, write_parts
+from .revision import refusal
 from .write_transaction import WriteTransaction
 
 log = logging.getLogger(__name__)
@@ -69,75 +69,9 @@ QUEUE_BATCHES = 1
 
 
 @dataclass(slots=True)
-class NodeCreate:
-    session_id: str  # `session_key`
-    lease: Optional[str]
-    node: Node  # id set; the writer owns it from here on (it sets seq, rev and, if merged, the exit)
-
-
-@dataclass(slots=True)
-class NodeFinish:
-    session_id: str  # `session_key`
-    lease: Optional[str]
-    pk: int
-    fields: dict  # status, output, error, finished_at, ...
-
-
-class _Part:
-    """One session's writes in a batch (those of one lease), sorted out before any is written."""
-
-    __slots__ = ("key", "session_id", "lease", "entries", "creates", "merged", "backfills", "wanted")
-
-    def __init__(self, key: tuple, entries: list):
-        self.key = key
-        self.session_id, self.lease = key
-        self.entries = entries
-        self.creates = {entry.node.pk: entry.node for entry in entries if isinstance(entry, NodeCreate)}
-        # Exits of nodes created in this batch: each node is written once, already ended.
-        self.merged = {entry.pk for entry in entries if isinstance(entry, NodeFinish) and entry.pk in self.creates}
-        self.backfills = [entry for entry in entries
-                          if isinstance(entry, NodeFinish) and entry.pk not in self.creates]
-        self.wanted = len(self.creates) + len(self.backfills)  # revisions, one per row written or changed
-
-
-@dataclass(slots=True)
 class _Barrier:
     """A flush: set once every write queued before it has committed (or failed)."""
     done: threading.Event = field(default_factory=threading.Event)
-
-
-@dataclass(slots=True)
-class _Row:
-    """A node row a batch writes: a new node (`fields` None) or a backfill of `fields` into node `pk`."""
-    pk: int
-    node: Optional[Node]
-    change: Optional[NodeItem]
-    fields: Optional[dict]
-    rev: int
-    ended: bool = False  # a backfill that did not apply: the node had ended
-
-
-@dataclass(slots=True)
-class _Outcome:
-    failure: Optional[BaseException] = None
-    refused: bool = False  # the session's advance matched nothing (`failure` says why, once asked)
-    messages: list = field(default_factory=list)
-    opened: dict = field(default_factory=dict)  # pk -> Node written running
-    closed: list = field(default_factory=list)  # pks of nodes that ended
-
-
-def _outcome(rows: list[_Row]) -> _Outcome:
-    outcome = _Outcome()
-    for row in rows:
-        if row.ended:
-            outcome.closed.append(row.pk)
-            continue
-        outcome.messages.append(row.change)
-        if row.node.status == Node.Status.RUNNING:
-            outcome.opened[row.node.pk] = row.node
-        else:
-            outcome.closed.append(row.node.pk)
-    return outcome
 
 
 class GroupWriter:
@@ -288,7 +222,7 @@ class GroupWriter:
                     self._barriers -= 1
                 else:
                     rows += 1
-            if _exit_of(batch[-1], self._queue[0] if self._queue else None):
+            if exit_of(batch[-1], self._queue[0] if self._queue else None):
                 # A leaf call's entry and exit, queued one after the other, stay in one batch: written
                 # once, already ended, instead of an insert here and a backfill (and a read of the
                 # node's status) in the next batch.
@@ -300,12 +234,13 @@ class GroupWriter:
 
     def _write(self, batch: list) -> None:
         writes = [entry for entry in batch if not isinstance(entry, _Barrier)]
-        outcomes: dict[tuple, _Outcome] = {}
+        outcomes: dict[tuple, Outcome] = {}
         try:
-            parts = self._parts(writes)
+            parts = parts_of(writes, self._failures)
             try:
                 with WriteTransaction() as tx:
-                    outcomes = self._write_parts(tx, parts)
+                    # With a test's gate the COMMIT waits for it; otherwise it may go with the statements.
+                    outcomes = write_parts(tx, parts, self._open, commit=self.gate is None)
                     self._wait_at_gate()
             except Exception:
                 # One session's bad write must not cost the others theirs: each part alone.
@@ -327,128 +262,22 @@ class GroupWriter:
             self.gate.wait()
             self.holding.clear()
 
-    def _parts(self, writes: list) -> list[_Part]:
-        """The batch by (session, lease), in session-id order, so concurrent batches (other processes')
-        lock session rows in one order; writes of sessions already refused are dropped."""
-        parts: dict[tuple, list] = {}
-        for entry in writes:
-            if entry.session_id not in self._failures:
-                parts.setdefault((entry.session_id, entry.lease), []).append(entry)
-        return [_Part(key, entries) for key, entries in sorted(parts.items(), key=lambda item: item[0][0])]
-
-    def _write_alone(self, part: _Part) -> dict[tuple, _Outcome]:
+    def _write_alone(self, part: Part) -> dict[tuple, Outcome]:
         try:
             with WriteTransaction() as tx:
-                return self._write_parts(tx, [part])
+                return write_parts(tx, [part], self._open)
         except Exception as exc:
             log.exception("node writes of session %s failed", part.session_id)
-            return {part.key: _Outcome(failure=exc)}
+            return {part.key: Outcome(failure=exc)}
 
-    def _write_parts(self, tx: WriteTransaction, parts: list[_Part]) -> dict[tuple, _Outcome]:
-        """The parts' writes in `tx`, each session's counters advanced once: on PostgreSQL by statements
-        that number the rows themselves (the batch and its COMMIT in one round trip), elsewhere by
-        reading the counters first."""
-        unknown = [entry.pk for part in parts for entry in part.backfills
-                   if entry.pk not in self._open.get(part.session_id, {})]
-        # Nodes this writer did not write running (a restart, a write made inside a transaction): the
-        # whole node is needed for its message. Read before the locks; what a stop changes meanwhile
-        # (status, rev) the backfill's own running check decides.
-        read = {node.pk: node for node in Node.objects.filter(pk__in=unknown)} if unknown else {}
-        if tx.connection.vendor == "postgresql":
-            return self._write_numbered(tx, parts, read)
-        return self._write_counted_first(tx, parts, read)
-
-    def _write_counted_first(self, tx: WriteTransaction, parts: list[_Part], read: dict) -> dict[tuple, _Outcome]:
-        advanced, running = sql.lock_sessions(
-            tx, [(part.session_id, part.wanted, len(part.creates), part.lease) for part in parts],
-            [entry.pk for part in parts for entry in part.backfills])
-        outcomes = {}
-        for part, counters in zip(parts, advanced):
-            if counters is None:  # nothing of this session is written: its advance matched nothing
-                outcomes[part.key] = _Outcome(refused=True)
-                continue
-            rev, count = counters
-            rows = self._stage(part, read, running, seq0=count - len(part.creates), rev0=rev - part.wanted)
-            ended = sum(row.ended for row in rows)
-            if ended:
-                sql.give_back_revisions(tx, part.session_id, ended)
-            sql.insert_nodes(tx, [row.node for row in rows if row.fields is None])
-            sql.update_nodes(tx, [(row.pk, {**row.fields, "rev": row.rev})
-                                  for row in rows if row.fields is not None and not row.ended])
-            outcomes[part.key] = _outcome(rows)
-        return outcomes
-
-    def _write_numbered(self, tx: WriteTransaction, parts: list[_Part], read: dict) -> dict[tuple, _Outcome]:
-        statements, staged = [], []
-        for part in parts:
-            rows = self._stage(part, read)
-            staged.append((part, rows, len(statements)))
-            statements += numbered_sql.part_statements(
-                tx, part.session_id, part.lease, [row.change.record_json for row in rows if row.fields is None],
-                [(row.pk, row.rev, row.fields) for row in rows if row.fields is not None])
-        # With a test's gate the COMMIT waits for it; otherwise it goes with the statements.
-        results = tx.fetch_all(statements, commit=self.gate is None)
-        outcomes = {}
-        for part, rows, first in staged:
-            if not results[first]:  # refused: the fence kept every statement of the part from writing
-                outcomes[part.key] = _Outcome(refused=True)
-                continue
-            rev, node_count = results[first][0]
-            rev0, seq0 = rev - part.wanted, node_count - len(part.creates)
-            backfilled = {pk for (pk,) in results[first + 1]}
-            dropped = 0  # as the database counted them: backfills of nodes that had ended
-            for row in rows:
-                if row.fields is None:
-                    row.node.seq += seq0
-                elif row.pk not in backfilled:
-                    row.ended, dropped = True, dropped + 1
-                    continue
-                row.rev = row.node.rev = rev0 + row.rev - dropped
-                row.change.renumber(row.node.seq, row.rev)
-            outcomes[part.key] = _outcome(rows)
-        return outcomes
-
-    def _stage(self, part: _Part, read: dict, running: Optional[set] = None, *, seq0: int = 0,
-               rev0: int = 0) -> list[_Row]:
-        """The part's rows in queue order, each with its change: `seq` from `seq0` among the new nodes and
-        `rev` from `rev0` + 1 along the queue. A backfill of a node that is not `running` (a stop or
-        crash closed it first: its exit is final, and dropped) is marked ended and takes no revision;
-        with `running` None every backfill takes one, and the database decides which apply."""
-        known = self._open.get(part.session_id, {})
-        rows, seq, rev = [], seq0, rev0
-        for entry in part.entries:
-            if isinstance(entry, NodeCreate):
-                node = entry.node
-                node.seq, seq = seq, seq + 1
-                if node.pk in part.merged:
-                    continue  # written once, with its exit
-                pk, fields = node.pk, None
-            elif entry.pk in part.creates:
-                pk, node, fields = entry.pk, part.creates[entry.pk], None
-                _apply(node, entry.fields)
-            else:
-                pk, node, fields = entry.pk, known.get(entry.pk) or read.get(entry.pk), entry.fields
-                if running is not None and (node is None or pk not in running):
-                    rows.append(_Row(pk, node, None, fields, rev, ended=True))
-                    continue
-                if node is not None:
-                    _apply(node, fields)
-            rev += 1
-            if node is None:  # a node no longer there: the database finds none running to backfill
-                rows.append(_Row(pk, None, None, fields, rev))
-                continue
-            node.rev = rev
-            rows.append(_Row(pk, node, node_message(node), fields, rev))
-        return rows
-
-    def _explain_refusals(self, outcomes: dict[tuple, _Outcome]) -> None:
+    def _explain_refusals(self, outcomes: dict[tuple, Outcome]) -> None:
         """Say why each refused part was refused (the session ended, or another worker holds it)."""
         for (session_id, lease), outcome in outcomes.items():
             if outcome.refused:
                 with WriteTransaction() as tx:
                     outcome.failure = refusal(tx, session_id, lease)
 
-    def _after_commit(self, outcomes: dict[tuple, _Outcome]) -> None:
+    def _after_commit(self, outcomes: dict[tuple, Outcome]) -> None:
         for (session_id, _), outcome in outcomes.items():
             if outcome.failure is not None:
                 with self._lock:
@@ -474,17 +303,6 @@ class GroupWriter:
                     self._pending[entry.session_id] = left
                 else:
                     del self._pending[entry.session_id]
-
-
-def _exit_of(entry, following) -> bool:
-    """Whether `following` is the exit of the node `entry` creates."""
-    return (isinstance(entry, NodeCreate) and isinstance(following, NodeFinish)
-            and following.pk == entry.node.pk)
-
-
-def _apply(node: Node, fields: dict) -> None:
-    for name, value in fields.items():
-        setattr(node, name, value)
 
 
 # --- the process's writer -------------------------------------------------------------------------

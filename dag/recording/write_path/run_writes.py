@@ -24,7 +24,8 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from ...models import Node, Session
 from .. import clock
 from . import sql
-from .group_commit import GroupWriter, NodeCreate, NodeFinish, process_writer, running_writer, session_key
+from .batch_writes import NodeCreate, NodeFinish
+from .group_commit import GroupWriter, process_writer, running_writer, session_key
 from .nodes import create_node, finish_node
 from .write_transaction import DRIVER_VENDORS, WriteTransaction
 

@@ -20,7 +20,7 @@ from dag.conf import conf
 from dag.models import Node, Session
 from dag.recording import write_path
 from dag.recording.recorder import DjangoRecorder
-from dag.recording.write_path import group_commit
+from dag.recording.write_path import group_commit, sql
 from dag.runs import lifecycle, reaper
 from runtime import CancelledError, agentic_function, use_recorder
 from tests.database_url import database_url
@@ -281,8 +281,8 @@ def test_a_leaf_calls_entry_and_exit_queued_together_are_written_once_even_at_a_
 def test_a_batch_larger_than_one_insert_statement_is_written_whole_and_in_order(monkeypatch):
     # Seven rows per INSERT, as a SQLite build with a small parameter limit would allow, so a batch of
     # 40 calls spans several statements and a shorter last one.
-    monkeypatch.setattr(group_commit.sql, "_rows_per_insert", lambda connection: 7)
-    monkeypatch.setattr(group_commit.sql, "ROWS_PER_INSERT", 7)
+    monkeypatch.setattr(sql, "_rows_per_insert", lambda connection: 7)
+    monkeypatch.setattr(sql, "ROWS_PER_INSERT", 7)
     with group_commit.use_writer(group_commit.GroupWriter(batch_ms=FOREVER_MS, batch_rows=1000)):
         session = claimed_by("host:1")
         with recording(session) as recorder:

@@ -1,0 +1,214 @@
+"""One group-commit batch's writes: sorted by session, numbered, and turned into rows and changes.
+
+`GroupWriter` (`group_commit`) queues writes and owns the transaction; this module says what a batch
+writes in it. Each session's writes of a batch are a `Part`; `write_parts` advances each session's
+counters once and writes its rows: on PostgreSQL by statements that number the rows themselves
+(`numbered_sql`, the whole batch and its COMMIT in one round trip), elsewhere by reading the counters
+first. Either way the rows are numbered in queue order (`seq` among the new nodes, `rev` along the
+queue), a node created and ended within the batch is written once, and an exit of a node that a stop
+or crash closed first is dropped with its revision given back. The `Outcome` of each part says what
+to publish and which nodes are now open or ended, or that the fence refused it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ...live.frames import NodeItem
+from ...models import Node
+from . import numbered_sql, sql
+from .revision import node_message
+from .write_transaction import WriteTransaction
+
+
+@dataclass(slots=True)
+class NodeCreate:
+    session_id: str  # `session_key`
+    lease: Optional[str]
+    node: Node  # id set; the writer owns it from here on (it sets seq, rev and, if merged, the exit)
+
+
+@dataclass(slots=True)
+class NodeFinish:
+    session_id: str  # `session_key`
+    lease: Optional[str]
+    pk: int
+    fields: dict  # status, output, error, finished_at, ...
+
+
+class Part:
+    """One session's writes in a batch (those of one lease), sorted out before any is written."""
+
+    __slots__ = ("key", "session_id", "lease", "entries", "creates", "merged", "backfills", "wanted")
+
+    def __init__(self, key: tuple, entries: list):
+        self.key = key
+        self.session_id, self.lease = key
+        self.entries = entries
+        self.creates = {entry.node.pk: entry.node for entry in entries if isinstance(entry, NodeCreate)}
+        # Exits of nodes created in this batch: each node is written once, already ended.
+        self.merged = {entry.pk for entry in entries if isinstance(entry, NodeFinish) and entry.pk in self.creates}
+        self.backfills = [entry for entry in entries
+                          if isinstance(entry, NodeFinish) and entry.pk not in self.creates]
+        self.wanted = len(self.creates) + len(self.backfills)  # revisions, one per row written or changed
+
+
+@dataclass(slots=True)
+class Row:
+    """A node row a batch writes: a new node (`fields` None) or a backfill of `fields` into node `pk`."""
+    pk: int
+    node: Optional[Node]
+    change: Optional[NodeItem]
+    fields: Optional[dict]
+    rev: int
+    ended: bool = False  # a backfill that did not apply: the node had ended
+
+
+@dataclass(slots=True)
+class Outcome:
+    failure: Optional[BaseException] = None
+    refused: bool = False  # the session's advance matched nothing (`failure` says why, once asked)
+    messages: list = field(default_factory=list)
+    opened: dict = field(default_factory=dict)  # pk -> Node written running
+    closed: list = field(default_factory=list)  # pks of nodes that ended
+
+
+def outcome_of(rows: list[Row]) -> Outcome:
+    """What writing `rows` changed: the changes to publish, the nodes now open, those now ended."""
+    outcome = Outcome()
+    for row in rows:
+        if row.ended:
+            outcome.closed.append(row.pk)
+            continue
+        outcome.messages.append(row.change)
+        if row.node.status == Node.Status.RUNNING:
+            outcome.opened[row.node.pk] = row.node
+        else:
+            outcome.closed.append(row.node.pk)
+    return outcome
+
+
+def parts_of(writes: list, refused) -> list[Part]:
+    """The batch by (session, lease), in session-id order, so concurrent batches (other processes')
+    lock session rows in one order; writes of the `refused` sessions are dropped."""
+    parts: dict[tuple, list] = {}
+    for entry in writes:
+        if entry.session_id not in refused:
+            parts.setdefault((entry.session_id, entry.lease), []).append(entry)
+    return [Part(key, entries) for key, entries in sorted(parts.items(), key=lambda item: item[0][0])]
+
+
+def write_parts(tx: WriteTransaction, parts: list[Part], open_nodes: dict, *,
+                commit: bool = True) -> dict[tuple, Outcome]:
+    """The parts' writes in `tx`, each session's counters advanced once: on PostgreSQL by statements
+    that number the rows themselves (the batch and its COMMIT in one round trip), elsewhere by
+    reading the counters first. `open_nodes`: the nodes the writer has written running, by session
+    (only read here). `commit`: on PostgreSQL, send the COMMIT with the statements."""
+    unknown = [entry.pk for part in parts for entry in part.backfills
+               if entry.pk not in open_nodes.get(part.session_id, {})]
+    # Nodes this writer did not write running (a restart, a write made inside a transaction): the
+    # whole node is needed for its message. Read before the locks; what a stop changes meanwhile
+    # (status, rev) the backfill's own running check decides.
+    read = {node.pk: node for node in Node.objects.filter(pk__in=unknown)} if unknown else {}
+    if tx.connection.vendor == "postgresql":
+        return _write_numbered(tx, parts, open_nodes, read, commit)
+    return _write_counted_first(tx, parts, open_nodes, read)
+
+
+def _write_counted_first(tx: WriteTransaction, parts: list[Part], open_nodes: dict, read: dict
+                         ) -> dict[tuple, Outcome]:
+    advanced, running = sql.lock_sessions(
+        tx, [(part.session_id, part.wanted, len(part.creates), part.lease) for part in parts],
+        [entry.pk for part in parts for entry in part.backfills])
+    outcomes = {}
+    for part, counters in zip(parts, advanced):
+        if counters is None:  # nothing of this session is written: its advance matched nothing
+            outcomes[part.key] = Outcome(refused=True)
+            continue
+        rev, count = counters
+        rows = _stage(part, open_nodes.get(part.session_id, {}), read, running,
+                      seq0=count - len(part.creates), rev0=rev - part.wanted)
+        ended = sum(row.ended for row in rows)
+        if ended:
+            sql.give_back_revisions(tx, part.session_id, ended)
+        sql.insert_nodes(tx, [row.node for row in rows if row.fields is None])
+        sql.update_nodes(tx, [(row.pk, {**row.fields, "rev": row.rev})
+                              for row in rows if row.fields is not None and not row.ended])
+        outcomes[part.key] = outcome_of(rows)
+    return outcomes
+
+
+def _write_numbered(tx: WriteTransaction, parts: list[Part], open_nodes: dict, read: dict,
+                    commit: bool) -> dict[tuple, Outcome]:
+    statements, staged = [], []
+    for part in parts:
+        rows = _stage(part, open_nodes.get(part.session_id, {}), read)
+        staged.append((part, rows, len(statements)))
+        statements += numbered_sql.part_statements(
+            tx, part.session_id, part.lease, [row.change.record_json for row in rows if row.fields is None],
+            [(row.pk, row.rev, row.fields) for row in rows if row.fields is not None])
+    results = tx.fetch_all(statements, commit=commit)
+    outcomes = {}
+    for part, rows, first in staged:
+        if not results[first]:  # refused: the fence kept every statement of the part from writing
+            outcomes[part.key] = Outcome(refused=True)
+            continue
+        rev, node_count = results[first][0]
+        rev0, seq0 = rev - part.wanted, node_count - len(part.creates)
+        backfilled = {pk for (pk,) in results[first + 1]}
+        dropped = 0  # as the database counted them: backfills of nodes that had ended
+        for row in rows:
+            if row.fields is None:
+                row.node.seq += seq0
+            elif row.pk not in backfilled:
+                row.ended, dropped = True, dropped + 1
+                continue
+            row.rev = row.node.rev = rev0 + row.rev - dropped
+            row.change.renumber(row.node.seq, row.rev)
+        outcomes[part.key] = outcome_of(rows)
+    return outcomes
+
+
+def _stage(part: Part, known: dict, read: dict, running: Optional[set] = None, *, seq0: int = 0,
+           rev0: int = 0) -> list[Row]:
+    """The part's rows in queue order, each with its change: `seq` from `seq0` among the new nodes and
+    `rev` from `rev0` + 1 along the queue. A backfill of a node that is not `running` (a stop or
+    crash closed it first: its exit is final, and dropped) is marked ended and takes no revision;
+    with `running` None every backfill takes one, and the database decides which apply. `known`: the
+    session's nodes written running, by pk; `read`: the other nodes to backfill, read for their messages."""
+    rows, seq, rev = [], seq0, rev0
+    for entry in part.entries:
+        if isinstance(entry, NodeCreate):
+            node = entry.node
+            node.seq, seq = seq, seq + 1
+            if node.pk in part.merged:
+                continue  # written once, with its exit
+            pk, fields = node.pk, None
+        elif entry.pk in part.creates:
+            pk, node, fields = entry.pk, part.creates[entry.pk], None
+            _apply(node, entry.fields)
+        else:
+            pk, node, fields = entry.pk, known.get(entry.pk) or read.get(entry.pk), entry.fields
+            if running is not None and (node is None or pk not in running):
+                rows.append(Row(pk, node, None, fields, rev, ended=True))
+                continue
+            if node is not None:
+                _apply(node, fields)
+        rev += 1
+        if node is None:  # a node no longer there: the database finds none running to backfill
+            rows.append(Row(pk, None, None, fields, rev))
+            continue
+        node.rev = rev
+        rows.append(Row(pk, node, node_message(node), fields, rev))
+    return rows
+
+
+def exit_of(entry, following) -> bool:
+    """Whether `following` is the exit of the node `entry` creates."""
+    return (isinstance(entry, NodeCreate) and isinstance(following, NodeFinish)
+            and following.pk == entry.node.pk)
+
+
+def _apply(node: Node, fields: dict) -> None:
+    for name, value in fields.items():
+        setattr(node, name, value)
