@@ -125,7 +125,7 @@ async def test_rows_change_in_place_as_a_run_goes_and_ends(user, settings):
     await in_thread(claim_session, session.pk, worker="test:1")
     row = await next_row(comm)
     assert row["id"] == str(session.pk) and row["status"] == "running"
-    assert 'data-role="duration">running</td>' in row["html"]  # a running row says so, it shows no time yet
+    assert 'data-role="status">running</span>' in row["html"]  # the row's own markup says so too
     node = await in_thread(create_node, session.pk, kind="llm", name="llm", status="running")
     await next_row(comm)
     await in_thread(finish_node, node, status="completed", usage={"input_tokens": 12, "output_tokens": 3})
