@@ -47,9 +47,7 @@ function applyRow(row, newest) {
   if (shown) {
     countStatus(shown.dataset.status, -1);
     countStatus(row.status, +1);
-    const element = rowElement(row.html);
-    keepStopState(shown, element);
-    shown.replaceWith(element);
+    patchRow(shown, rowElement(row.html));
     return;
   }
   if (!takesNewRuns) return; // not on this page (another page, or filtered out)
@@ -86,15 +84,40 @@ function countStatus(status, change) {
   if (count) count.textContent = String(Math.max(0, Number(count.textContent) + change));
 }
 
-/** A stop in flight or its error survives the row being redrawn. */
-function keepStopState(from, to) {
+// A cell -> the markup the server sent for it: what the page added since (a stop's state) is no change.
+const serverMarkup = new WeakMap();
+
+/** Redraw the shown row as the server's `fresh` one in place: its attributes, and each cell whose markup
+ * changed. A cell the server left as it was stays the same element, so a press on Stop that a redraw
+ * falls inside (a row redraws every few hundred ms while its run goes) still ends in a click. */
+function patchRow(shown, fresh) {
+  const stopping = shown.dataset.stopping;
+  for (const {name} of [...shown.attributes]) if (!fresh.hasAttribute(name)) shown.removeAttribute(name);
+  for (const {name, value} of [...fresh.attributes]) shown.setAttribute(name, value);
+  if (stopping) shown.dataset.stopping = stopping;
+  const cells = [...shown.cells];
+  const freshCells = [...fresh.cells];
+  freshCells.forEach((cell, index) => {
+    const old = cells[index];
+    const markup = cell.outerHTML;
+    if (old && (serverMarkup.get(old) ?? old.outerHTML) === markup) return;
+    serverMarkup.set(cell, markup);
+    if (old) {
+      keepStopState(shown, old, cell);
+      old.replaceWith(cell);
+    } else {
+      shown.append(cell);
+    }
+  });
+  cells.slice(freshCells.length).forEach((cell) => cell.remove());
+}
+
+/** A stop in flight or its error survives a cell of `row` being redrawn from `from` to `to`. */
+function keepStopState(row, from, to) {
   const button = to.querySelector("[data-role=stop]");
-  if (button && from.dataset.stopping) {
-    button.disabled = true;
-    to.dataset.stopping = from.dataset.stopping;
-  }
+  if (button && row.dataset.stopping) button.disabled = true;
   const note = from.querySelector("[data-role=stop-error]");
-  if (note) to.querySelector(".actions").append(note);
+  if (note) to.append(note);
 }
 
 class ListStream {

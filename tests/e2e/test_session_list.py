@@ -1,5 +1,8 @@
 """The session list in a real browser: rows change live, new runs appear, warnings show, filters and
-the search narrow it, and on a phone each run is a card whose Stop works."""
+the search narrow it, on a phone each run is a card whose Stop works, and a Stop pressed while its row
+is redrawn still stops the run."""
+import re
+
 from playwright.sync_api import expect
 
 from dag.live.durations import format_duration
@@ -159,3 +162,18 @@ def test_search_and_filters_narrow_the_rows_and_stay_in_the_url(page, user):
     page.get_by_role("link", name="Clear").click()
     expect(page.locator("table.sessions tbody tr")).to_have_count(3)
     expect(row(page, tides_count.id)).to_be_visible()
+
+
+def test_a_stop_pressed_while_its_row_is_redrawn_still_stops_the_run(page):
+    session_id = launch_from_form(page, "slow_count", {"n": 400, "delay_s": 0.1})
+    open_list(page)
+    card = row(page, session_id)
+    nodes = card.locator("[data-role=nodes]")
+    # Two digits from here on for a while: the row's cells keep their widths, so Stop stays under the pointer.
+    expect(nodes).to_have_text(re.compile(r"^[1-9][0-9]$"), timeout=30000)
+    box = box_of(card.get_by_role("button", name="Stop"))
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    expect(nodes).not_to_have_text(nodes.text_content(), timeout=30000)  # redrawn while pressed
+    page.mouse.up()
+    expect(card.locator("[data-role=status]")).to_have_text("cancelled", timeout=30000)
