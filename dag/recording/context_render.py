@@ -31,6 +31,8 @@ DEFAULT_RANGE = {"callers": None, "subcalls": -1}
 VALUE_LIMIT = 2000
 # The whole rendered context: past it the oldest chosen nodes are left out (and said to be).
 CONTEXT_LIMIT = 100_000
+# The most calls the left-out notice can count: a session's `seq` is a 32-bit column.
+_MOST_LEFT_OUT = 2**32 - 1
 # Nodes read per query while walking back; the text of the chosen ones is read after, per chunk.
 _CHUNK = 200
 _TEXT = ("id", "name", "status", "doc", "input", "output", "error", "model")
@@ -54,14 +56,24 @@ def render_frame_context(session_id, node_id: int, seq: Optional[int],
     left_out = choice.chosen_count() - sum(len(blocks) for blocks in shown.values())
     sections = [f"{_TITLES[part]}\n\n" + "\n\n".join(reversed(blocks)) for part, blocks in shown.items() if blocks]
     if left_out:
-        sections.insert(0, f"({left_out} earlier calls left out: the context is limited to "
-                           f"{CONTEXT_LIMIT:,} characters)")
+        sections.insert(0, left_out_notice(left_out))
     return "\n\n".join(sections) or None
 
 
+def left_out_notice(count: int) -> str:
+    return f"({count} earlier calls left out: the context is limited to {CONTEXT_LIMIT:,} characters)"
+
+
+def text_budget() -> int:
+    """What the nodes' texts (each counted with the blank line after it) may take of CONTEXT_LIMIT: the
+    rest is kept for the left-out notice and the section titles, so the whole text stays within it."""
+    framing = len(left_out_notice(_MOST_LEFT_OUT)) + sum(len(title) + 2 for title in _TITLES.values())
+    return CONTEXT_LIMIT - framing
+
+
 def _render_latest(choice: ContextChoice) -> dict:
-    """{slice: texts, newest first} of the latest chosen nodes that fit in CONTEXT_LIMIT characters."""
-    shown, used = {BEFORE: [], INSIDE: []}, 0
+    """{slice: texts, newest first} of the latest chosen nodes that fit in `text_budget()` characters."""
+    shown, used, budget = {BEFORE: [], INSIDE: []}, 0, text_budget()
     chain = choice.view.chain
     for part in choice.newest_first():
         texts = {row["id"]: row for row in Node.objects.filter(id__in=[node["id"] for _, node in part]).values(*_TEXT)}
@@ -70,7 +82,7 @@ def _render_latest(choice: ContextChoice) -> dict:
                 continue
             text = _render({**node, **texts[node["id"]]}, insider=node["id"] in chain)
             used += len(text) + 2
-            if used > CONTEXT_LIMIT:
+            if used > budget:
                 return shown
             shown[name].append(text)
     return shown

@@ -109,7 +109,7 @@ def reference_render(session_id, node_id: int, seq, render_range) -> str | None:
     for node in reversed(before + inside):
         text = context_render._render(node, insider=node["id"] in chain)
         used += len(text) + 2
-        if used > context_render.CONTEXT_LIMIT:
+        if used > context_render.text_budget():
             break
         blocks[node["id"]] = text
     sections = []
@@ -119,8 +119,7 @@ def reference_render(session_id, node_id: int, seq, render_range) -> str | None:
             sections.append(title + "\n\n" + "\n\n".join(shown))
     left_out = len(before) + len(inside) - len(blocks)
     if left_out:
-        sections.insert(0, f"({left_out} earlier calls left out: the context is limited to "
-                           f"{context_render.CONTEXT_LIMIT:,} characters)")
+        sections.insert(0, context_render.left_out_notice(left_out))
     return "\n\n".join(sections) or None
 
 

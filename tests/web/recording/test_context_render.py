@@ -288,7 +288,8 @@ def test_a_real_tool_loop_renders_each_exchange_once_without_the_runtimes_own_bl
 
 
 def test_past_the_context_limit_the_oldest_calls_are_left_out_and_counted(monkeypatch):
-    monkeypatch.setattr(context_render, "CONTEXT_LIMIT", 100)
+    # 230 characters: the notice and the titles keep 129 of them, four calls' texts fit in the rest.
+    monkeypatch.setattr(context_render, "CONTEXT_LIMIT", 230)
     monkeypatch.setattr(context_render, "_CHUNK", 3)  # several reads, newest first
     seen = []
 
@@ -304,8 +305,29 @@ def test_past_the_context_limit_the_oldest_calls_are_left_out_and_counted(monkey
 
     run_recorded(many)
     text = seen[0]
-    assert text.startswith("(6 earlier calls left out: the context is limited to 100 characters)")
+    assert text.startswith("(6 earlier calls left out: the context is limited to 230 characters)")
     assert [f"step(i={i})" in text for i in range(10)] == [False] * 6 + [True] * 4
+    assert len(text) <= 230  # the notice and the titles count too
+
+
+@pytest.mark.parametrize("limit", [120, 200, 500, 2_000])
+def test_the_whole_context_with_its_notice_and_titles_stays_within_the_limit(monkeypatch, limit):
+    monkeypatch.setattr(context_render, "CONTEXT_LIMIT", limit)
+    seen = []
+
+    @agentic_function
+    def step(i: int) -> str:
+        return f"result {i}" * 5
+
+    @agentic_function
+    def many():
+        for i in range(60):
+            step(i)
+        seen.append(visible_context())
+
+    run_recorded(many)
+    assert "earlier calls left out" in seen[0]
+    assert len(seen[0]) <= limit
 
 
 def test_expose_filters_earlier_sibling_calls_too():
