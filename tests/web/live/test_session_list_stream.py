@@ -134,7 +134,7 @@ async def test_rows_change_in_place_as_a_run_goes_and_ends(user, settings):
     await in_thread(finish_session, session.pk, "completed", result="done")
     while row["status"] != "completed":  # updates may merge: the last one is the end
         row = await next_row(comm)
-    assert 'data-role="duration">running' not in row["html"] and 'data-role="stop"' not in row["html"]
+    assert 'data-role="status">completed</span>' in row["html"] and 'data-role="stop"' not in row["html"]
     await comm.disconnect()
 
 
