@@ -129,7 +129,7 @@ def no_database_rate(owner, calls: int) -> float:
     the recorder cost per call before any database work, the most the app could reach with a free one."""
     from dag.recording import write_path
     from dag.recording.recorder import DjangoRecorder
-    from dag.recording.write_path import group_commit
+    from dag.recording.write_path import group_commit, process_writer
     from runtime import agentic_function, use_recorder
 
     @agentic_function(register_globally=False)
@@ -154,7 +154,7 @@ def no_database_rate(owner, calls: int) -> float:
                 leaf(i)
         return time.perf_counter() - started
 
-    with group_commit.use_writer(DroppingWriter()):
+    with process_writer.use_writer(DroppingWriter()):
         one_round()
         return best_rate(calls, [one_round() for _ in range(ROUNDS)])
 

@@ -9,9 +9,10 @@ sees, so it neither advances nor publishes); creating a session (launch, import)
 nothing, since no one can be watching it yet:
 
 - launch: `queue_session`;
-- recording: `RunWrites` (a run's node writes, queued for the process's group-commit writer in
-  `group_commit`, committed in batches) and `flush_session`; `create_node`, `finish_node` (one
-  transaction each, through prepared SQL in `sql`: what `RunWrites` does inside an enclosing transaction);
+- recording: `RunWrites` (a run's node writes, queued for the process's group-commit writer, a
+  `group_commit.GroupWriter` kept by `process_writer`, committed in batches) and `flush_session`;
+  `create_node`, `finish_node` (one transaction each, through prepared SQL in `sql`: what `RunWrites`
+  does inside an enclosing transaction);
 - a run's status: `claim_session` (with the run's lease), `set_session_status`, `finish_session` (status
   and open nodes at once);
 - leases: `renew_leases` (the heartbeat: one UPDATE, no revision), `end_expired_lease` (the reaper);
@@ -22,7 +23,7 @@ nothing, since no one can be watching it yet:
 A run's writes pass `lease=` (its worker id): `advance` refuses them with `WriteRefused` (a runtime
 `CancelledError`) once the session has ended or another worker holds it.
 """
-from .group_commit import flush_session
+from .process_writer import flush_session
 from .imports import insert_imported_session
 from .leases import end_expired_lease, renew_leases
 from .nodes import close_open_nodes, create_node, finish_node

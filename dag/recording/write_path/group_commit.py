@@ -16,7 +16,7 @@ What stays as it was with one transaction per write:
 - a terminal node status is final: an exit whose node has ended meanwhile (a stop closed it) is
   dropped, and so is its revision;
 - a session's terminal status comes after its nodes: the session writes in `sessions` call
-  `flush_session` first.
+  `process_writer.flush_session` first.
 
 A node created and ended within one batch is inserted once, already ended (one row write, one revision).
 How a batch becomes rows is `batch_writes`: on PostgreSQL the rows' numbers are given by the statements
@@ -29,17 +29,13 @@ commit, i.e. about one batch window of writes; the nodes it had committed `runni
 """
 from __future__ import annotations
 
-import atexit
 import logging
-import os
 import threading
 import time
 from collections import deque
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
-from django.core.exceptions import ValidationError
 from django.db import DEFAULT_DB_ALIAS, connections
 
 from ...conf import conf
@@ -305,87 +301,7 @@ class GroupWriter:
                     del self._pending[entry.session_id]
 
 
-# --- the process's writer -------------------------------------------------------------------------
-
-_writer: Optional[GroupWriter] = None
-_writer_lock = threading.Lock()
-
-
-def _forget_parent_writer() -> None:
-    """In a forked child: the parent's writer thread and queue did not come along, so the child makes
-    its own. (Checking the pid on every write instead costs a system call per write.)"""
-    global _writer, _writer_lock
-    _writer, _writer_lock = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_parent_writer)
-
-
-def process_writer() -> GroupWriter:
-    """This process's writer (one for all its runs), started by the first write."""
-    global _writer
-    writer = _writer
-    if writer is not None:
-        return writer
-    with _writer_lock:
-        if _writer is None:
-            _writer = GroupWriter()
-        return _writer
-
-
-def running_writer() -> Optional[GroupWriter]:
-    """The writer this process has started, if any (with none, nothing is pending)."""
-    return _writer
-
-
-def flush_session(session_id) -> Optional[BaseException]:
-    """Make the session's queued node writes durable before the caller reads or changes the session.
-
-    Inside a transaction nothing is waited for: the writer could not see that transaction's rows, and
-    on SQLite it would wait for the write lock the caller may hold. Writes made inside a transaction
-    are written in it, at once (see `run_writes`), so none of the caller's own is pending.
-    """
-    writer = running_writer()
-    if writer is None or connections[DEFAULT_DB_ALIAS].in_atomic_block:
-        return None
-    try:
-        key = session_key(session_id)
-    except ValidationError:
-        return None  # no such session can have writes queued
-    return writer.flush(key)
-
-
-def session_ended(session_id) -> None:
-    """The session has its terminal status: the writer forgets it."""
-    writer = running_writer()
-    if writer is not None:
-        writer.forget(session_id)
-
-
 def session_key(session_id) -> str:
     """How the writer knows a session (queued writes carry it): its id as text. A UUID's hash is
     computed in Python, and the writer hashes a write's session several times on its way."""
     return str(Session._meta.pk.to_python(session_id))
-
-
-@contextmanager
-def use_writer(writer: GroupWriter) -> Iterator[GroupWriter]:
-    """Make `writer` the process's writer in the block (tests: a tiny queue, a gate), then stop it."""
-    global _writer
-    with _writer_lock:
-        previous, _writer = _writer, writer
-    try:
-        yield writer
-    finally:
-        with _writer_lock:
-            _writer = previous
-        writer.stop()
-
-
-def _flush_at_exit() -> None:
-    writer = running_writer()
-    if writer is not None:
-        writer.flush()
-
-
-atexit.register(_flush_at_exit)

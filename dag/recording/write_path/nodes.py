@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from ...models import Node
 from . import sql
-from .group_commit import flush_session
+from .process_writer import flush_session
 from .revision import advance, node_message, publish_after_commit
 from .write_transaction import WriteTransaction
 

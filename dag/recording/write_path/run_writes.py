@@ -25,7 +25,8 @@ from ...models import Node, Session
 from .. import clock
 from . import sql
 from .batch_writes import NodeCreate, NodeFinish
-from .group_commit import GroupWriter, process_writer, running_writer, session_key
+from .group_commit import GroupWriter, session_key
+from .process_writer import process_writer, running_writer
 from .nodes import create_node, finish_node
 from .write_transaction import DRIVER_VENDORS, WriteTransaction
 

@@ -19,7 +19,7 @@ from django.utils import timezone
 from ...live.session_list_notify import list_notifier
 from ...models import Node, Session
 from ..values import clean_text, json_safe
-from .group_commit import flush_session, session_ended
+from .process_writer import flush_session, session_ended
 from .nodes import close_open_nodes_in
 from .revision import WriteRefused, advance, publish_after_commit, session_message
 from .write_transaction import WriteTransaction

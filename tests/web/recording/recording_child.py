@@ -20,7 +20,7 @@ def main(session_id: str, durable: int, held: int) -> None:
 
     from dag.recording import write_path
     from dag.recording.recorder import DjangoRecorder
-    from dag.recording.write_path import group_commit
+    from dag.recording.write_path import group_commit, process_writer
     from dag.runs import leases
     from runtime import agentic_function, use_recorder
 
@@ -49,7 +49,7 @@ def main(session_id: str, durable: int, held: int) -> None:
         print("HOLDING", flush=True)
         threading.Event().wait()
 
-    with group_commit.use_writer(writer), use_recorder(recorder):
+    with process_writer.use_writer(writer), use_recorder(recorder):
         outer()
 
 

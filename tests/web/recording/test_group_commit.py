@@ -20,7 +20,7 @@ from dag.conf import conf
 from dag.models import Node, Session
 from dag.recording import write_path
 from dag.recording.recorder import DjangoRecorder
-from dag.recording.write_path import group_commit, sql
+from dag.recording.write_path import group_commit, process_writer, sql
 from dag.runs import lifecycle, reaper
 from runtime import CancelledError, agentic_function, use_recorder
 from tests.database_url import database_url
@@ -54,7 +54,7 @@ def claimed_by(worker: str) -> Session:
 def test_many_concurrent_sessions_keep_seq_gap_free_and_revisions_in_order(published):
     sessions, rounds, calls = 12, 4, 5
     # Small batches, so every batch mixes sessions and every session spans many batches.
-    with group_commit.use_writer(group_commit.GroupWriter(batch_ms=2, batch_rows=7)):
+    with process_writer.use_writer(group_commit.GroupWriter(batch_ms=2, batch_rows=7)):
         runs = [claimed_by(f"host:{index}") for index in range(sessions)]
         start, failures = threading.Barrier(sessions), []
 
@@ -124,7 +124,7 @@ def test_a_full_queue_makes_writers_wait_and_drops_nothing():
 
 
 def test_a_fenced_runs_part_of_a_batch_is_refused_whole_and_it_learns_at_its_next_write(published):
-    with group_commit.use_writer(group_commit.GroupWriter(batch_ms=FOREVER_MS)) as writer:
+    with process_writer.use_writer(group_commit.GroupWriter(batch_ms=FOREVER_MS)) as writer:
         fenced, other = claimed_by("host-a:1"), claimed_by("host-b:2")
         fenced_writes = write_path.RunWrites(fenced.pk, lease="host-a:1")
         other_writes = write_path.RunWrites(other.pk, lease="host-b:2")
@@ -168,14 +168,14 @@ def test_a_model_calls_context_and_the_api_see_every_node_written_before_them(ap
         response = api.get(f"/api/sessions/{session.pk}/nodes/")
         seen["api"] = [node["name"] for node in response.json()]
 
-    with group_commit.use_writer(group_commit.GroupWriter(batch_ms=FOREVER_MS)), recording(session):
+    with process_writer.use_writer(group_commit.GroupWriter(batch_ms=FOREVER_MS)), recording(session):
         reader()
     assert all(f"shown(i={i})" in seen["context"] for i in range(3)), seen["context"]
     assert seen["api"] == ["reader", "shown", "shown", "shown", "shown"]
 
 
 def test_a_terminal_status_is_written_after_every_node_of_the_run():
-    with group_commit.use_writer(group_commit.GroupWriter(batch_ms=FOREVER_MS)):
+    with process_writer.use_writer(group_commit.GroupWriter(batch_ms=FOREVER_MS)):
         session = claimed_by("host-a:1")
         with use_recorder(DjangoRecorder(session, lease="host-a:1")):
             parent(3)
@@ -237,13 +237,13 @@ def test_a_killed_process_loses_only_its_batch_in_flight_and_its_session_ends_in
 
 
 def test_a_forked_child_makes_a_writer_of_its_own():
-    parent = group_commit.process_writer()
+    parent = process_writer.process_writer()
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: answer through the pipe, never return into pytest
         try:
-            mine = group_commit.process_writer()
-            answer = b"own" if mine is not parent and group_commit.process_writer() is mine else b"parent's"
+            mine = process_writer.process_writer()
+            answer = b"own" if mine is not parent and process_writer.process_writer() is mine else b"parent's"
         except BaseException:
             answer = b"failed"
         os.write(write, answer)
@@ -255,7 +255,7 @@ def test_a_forked_child_makes_a_writer_of_its_own():
         os.close(read)
         os.waitpid(pid, 0)
     assert answer == b"own"
-    assert group_commit.process_writer() is parent
+    assert process_writer.process_writer() is parent
 
 
 def test_a_leaf_calls_entry_and_exit_queued_together_are_written_once_even_at_a_batch_boundary(published):
@@ -283,7 +283,7 @@ def test_a_batch_larger_than_one_insert_statement_is_written_whole_and_in_order(
     # 40 calls spans several statements and a shorter last one.
     monkeypatch.setattr(sql, "_rows_per_insert", lambda connection: 7)
     monkeypatch.setattr(sql, "ROWS_PER_INSERT", 7)
-    with group_commit.use_writer(group_commit.GroupWriter(batch_ms=FOREVER_MS, batch_rows=1000)):
+    with process_writer.use_writer(group_commit.GroupWriter(batch_ms=FOREVER_MS, batch_rows=1000)):
         session = claimed_by("host:1")
         with recording(session) as recorder:
             parent(40)

@@ -8,7 +8,7 @@ from dag.live import broadcast
 from dag.models import Node, Session
 from dag.recording import write_path
 from dag.recording.recorder import DjangoRecorder, recorded_ancestor
-from dag.recording.write_path import group_commit
+from dag.recording.write_path import group_commit, process_writer
 from dag.recording.values import json_safe, preview
 from runtime import (Budget, BudgetExceeded, CancelledError, Runtime, add_pre_invocation_hook,
                      agentic_function, function, remove_pre_invocation_hook)
@@ -348,7 +348,7 @@ def test_every_write_is_broadcast_after_commit_with_its_revision():
     broadcast.subscribe(listener)
     try:
         # One row per batch: each write its own commit and publish (the writer stops, flushed, at the end).
-        with group_commit.use_writer(group_commit.GroupWriter(batch_rows=1)), recording(session):
+        with process_writer.use_writer(group_commit.GroupWriter(batch_rows=1)), recording(session):
             root()
     finally:
         broadcast.unsubscribe(listener)
