@@ -12,7 +12,8 @@ to publish and which nodes are now open or ended, or that the fence refused it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from functools import partial
+from typing import Callable, Optional
 
 from ...live.frames import NodeItem
 from ...models import Node
@@ -98,12 +99,18 @@ def parts_of(writes: list, refused) -> list[Part]:
     return [Part(key, entries) for key, entries in sorted(parts.items(), key=lambda item: item[0][0])]
 
 
-def write_parts(tx: WriteTransaction, parts: list[Part], open_nodes: dict, *,
-                commit: bool = True) -> dict[tuple, Outcome]:
+def write_parts(tx: WriteTransaction, parts: list[Part], open_nodes: dict, *, commit: bool = True,
+                meanwhile: Optional[Callable[["NumberedBatch"], None]] = None,
+                staged: Optional["NumberedBatch"] = None) -> dict[tuple, Outcome]:
     """The parts' writes in `tx`, each session's counters advanced once: on PostgreSQL by statements
     that number the rows themselves (the batch and its COMMIT in one round trip), elsewhere by
     reading the counters first. `open_nodes`: the nodes the writer has written running, by session
-    (only read here). `commit`: on PostgreSQL, send the COMMIT with the statements."""
+    (only read here). On PostgreSQL only: `commit`, send the COMMIT with the statements; `meanwhile`,
+    called with the batch while the server works on its statements (`WriteTransaction.fetch_all`);
+    `staged`, the parts as `prestage` staged them."""
+    if staged is not None:
+        return staged.outcomes(tx.fetch_all(staged.statements, commit=commit,
+                                            meanwhile=meanwhile and partial(meanwhile, staged)))
     unknown = [entry.pk for part in parts for entry in part.backfills
                if entry.pk not in open_nodes.get(part.session_id, {})]
     # Nodes this writer did not write running (a restart, a write made inside a transaction): the
@@ -111,8 +118,29 @@ def write_parts(tx: WriteTransaction, parts: list[Part], open_nodes: dict, *,
     # (status, rev) the backfill's own running check decides.
     read = {node.pk: node for node in Node.objects.filter(pk__in=unknown)} if unknown else {}
     if tx.connection.vendor == "postgresql":
-        return _write_numbered(tx, parts, open_nodes, read, commit)
+        batch = NumberedBatch(tx, parts, open_nodes, read)
+        return batch.outcomes(tx.fetch_all(batch.statements, commit=commit,
+                                           meanwhile=meanwhile and partial(meanwhile, batch)))
     return _write_counted_first(tx, parts, open_nodes, read)
+
+
+def prestage(tx: WriteTransaction, parts: list[Part], open_nodes: dict,
+             in_flight: "NumberedBatch") -> Optional["NumberedBatch"]:
+    """The parts staged for PostgreSQL without the database while `in_flight`, the batch before them,
+    is on the server; None where that cannot be: elsewhere (the counters are read first), or when a
+    backfill's node is neither among `open_nodes` nor created running by `in_flight` (it is read).
+
+    Rows are numbered relative to the counters the database holds when the statements run, so the
+    staging does not wait for the batch before. Ending a node that batch creates changes the node the
+    batch holds (its status, for its outcome), never what it writes: its rows are already encoded."""
+    if tx.connection.vendor != "postgresql":
+        return None
+    # The nodes running once `in_flight` is written, by session.
+    known = {key: {**open_nodes.get(key, {}), **in_flight.opened.get(key, {})}
+             for key in {part.session_id for part in parts}}
+    if any(entry.pk not in known[part.session_id] for part in parts for entry in part.backfills):
+        return None
+    return NumberedBatch(tx, parts, known, {})
 
 
 def _write_counted_first(tx: WriteTransaction, parts: list[Part], open_nodes: dict, read: dict
@@ -138,35 +166,44 @@ def _write_counted_first(tx: WriteTransaction, parts: list[Part], open_nodes: di
     return outcomes
 
 
-def _write_numbered(tx: WriteTransaction, parts: list[Part], open_nodes: dict, read: dict,
-                    commit: bool) -> dict[tuple, Outcome]:
-    statements, staged = [], []
-    for part in parts:
-        rows = _stage(part, open_nodes.get(part.session_id, {}), read)
-        staged.append((part, rows, len(statements)))
-        statements += numbered_sql.part_statements(
-            tx, part.session_id, part.lease, [row.change.record_json for row in rows if row.fields is None],
-            [(row.pk, row.rev, row.fields) for row in rows if row.fields is not None])
-    results = tx.fetch_all(statements, commit=commit)
-    outcomes = {}
-    for part, rows, first in staged:
-        if not results[first]:  # refused: the fence kept every statement of the part from writing
-            outcomes[part.key] = Outcome(refused=True)
-            continue
-        rev, node_count = results[first][0]
-        rev0, seq0 = rev - part.wanted, node_count - len(part.creates)
-        backfilled = {pk for (pk,) in results[first + 1]}
-        dropped = 0  # as the database counted them: backfills of nodes that had ended
-        for row in rows:
-            if row.fields is None:
-                row.node.seq += seq0
-            elif row.pk not in backfilled:
-                row.ended, dropped = True, dropped + 1
+class NumberedBatch:
+    """PostgreSQL: the parts' rows staged with relative numbers, the statements that write them
+    (`numbered_sql`), and `outcomes(results)`, which numbers the rows as the database did."""
+
+    __slots__ = ("statements", "opened", "_staged")
+
+    def __init__(self, tx: WriteTransaction, parts: list[Part], open_nodes: dict, read: dict):
+        self.statements, self._staged = [], []
+        self.opened: dict[str, dict[int, Node]] = {}  # the nodes it writes running, by session
+        for part in parts:
+            rows = _stage(part, open_nodes.get(part.session_id, {}), read)
+            self._staged.append((part, rows, len(self.statements)))
+            self.opened[part.session_id] = {row.pk: row.node for row in rows if row.fields is None
+                                            and row.node.status == Node.Status.RUNNING}
+            self.statements += numbered_sql.part_statements(
+                tx, part.session_id, part.lease, [row.change.record_json for row in rows if row.fields is None],
+                [(row.pk, row.rev, row.fields) for row in rows if row.fields is not None])
+
+    def outcomes(self, results: list[list[tuple]]) -> dict[tuple, Outcome]:
+        outcomes = {}
+        for part, rows, first in self._staged:
+            if not results[first]:  # refused: the fence kept every statement of the part from writing
+                outcomes[part.key] = Outcome(refused=True)
                 continue
-            row.rev = row.node.rev = rev0 + row.rev - dropped
-            row.change.renumber(row.node.seq, row.rev)
-        outcomes[part.key] = outcome_of(rows)
-    return outcomes
+            rev, node_count = results[first][0]
+            rev0, seq0 = rev - part.wanted, node_count - len(part.creates)
+            backfilled = {pk for (pk,) in results[first + 1]}
+            dropped = 0  # as the database counted them: backfills of nodes that had ended
+            for row in rows:
+                if row.fields is None:
+                    row.node.seq += seq0
+                elif row.pk not in backfilled:
+                    row.ended, dropped = True, dropped + 1
+                    continue
+                row.rev = row.node.rev = rev0 + row.rev - dropped
+                row.change.renumber(row.node.seq, row.rev)
+            outcomes[part.key] = outcome_of(rows)
+        return outcomes
 
 
 def _stage(part: Part, known: dict, read: dict, running: Optional[set] = None, *, seq0: int = 0,

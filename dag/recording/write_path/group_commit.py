@@ -20,12 +20,15 @@ What stays as it was with one transaction per write:
 
 A node created and ended within one batch is inserted once, already ended (one row write, one revision).
 How a batch becomes rows is `batch_writes`: on PostgreSQL the rows' numbers are given by the statements
-themselves (`numbered_sql`), so a batch and its COMMIT are one round trip; elsewhere the counters are
-read first.
-Back-pressure: a full queue makes `submit` wait; nothing is ever dropped for room. A crash of the
-process loses what was queued and not yet committed: the batch in flight and what arrived during its
-commit, i.e. about one batch window of writes; the nodes it had committed `running` are closed
-`interrupted` with their session by the lease reaper or the restart.
+themselves (`numbered_sql`), so a batch and its COMMIT are one round trip, and while the server works
+on it the writer takes the next batch (if it is ready) and stages it (`batch_writes.prestage`), so that
+only its sending is left; a staged batch is staged again if the batch before it failed or refused a
+session's writes. Elsewhere the counters are read first.
+Back-pressure: a full queue makes `submit` wait; nothing is ever dropped for room. A batch taken to be
+staged still counts against the queue's room until it is written. A crash of the process loses what
+was queued and not yet committed: the batch in flight and what arrived during its commit (queued, or
+staged), i.e. about one batch window of writes and never more than two batches; the nodes it had
+committed `running` are closed `interrupted` with their session by the lease reaper or the restart.
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Optional
 
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -41,9 +45,9 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from ...conf import conf
 from ...live import broadcast
 from ...models import Node, Session
-from .batch_writes import Outcome, Part, exit_of, parts_of, write_parts
+from .batch_writes import NumberedBatch, Outcome, Part, exit_of, parts_of, prestage, write_parts
 from .revision import refusal
-from .write_transaction import WriteTransaction
+from .write_transaction import PIPELINED_VENDORS, WriteTransaction
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +66,19 @@ OTHER_BATCH_ROWS = 500
 # while one commits. A deeper queue adds nothing to the rate (the writer is what limits it), only
 # delay between a write and its commit, and to what a crash loses.
 QUEUE_BATCHES = 1
+
+
+@dataclass(slots=True)
+class _Staged:
+    parts: list[Part]
+    numbered: NumberedBatch
+
+
+@dataclass(slots=True)
+class _Next:
+    """A batch taken while the one before it was being written, and its staging if it has one."""
+    batch: list
+    staged: Optional[_Staged] = None
 
 
 @dataclass(slots=True)
@@ -98,6 +115,10 @@ class GroupWriter:
         self._open: dict[Any, dict[int, Node]] = {}  # nodes written running, by session (writer thread)
         self._thread: Optional[threading.Thread] = None
         self._stopping = False
+        # The next batch, taken (and on PostgreSQL staged) while the current one was on the server; its
+        # writes still count against the queue's room until they are written (`_held`).
+        self._next: Optional[_Next] = None
+        self._held = 0
 
     # -- the callers' side -------------------------------------------------------------------------
 
@@ -114,7 +135,7 @@ class GroupWriter:
             failure = self._failures.get(entry.session_id)
             if failure is not None:
                 raise failure
-            while len(self._queue) >= self.capacity:
+            while len(self._queue) + self._held >= self.capacity:
                 self._waiting += 1
                 try:
                     self._not_full.wait()
@@ -178,15 +199,20 @@ class GroupWriter:
     def _run(self) -> None:
         try:
             while True:
-                batch = self._take()
+                upcoming, self._next = self._next, None
+                batch = upcoming.batch if upcoming is not None else self._take()
                 if batch is None:
                     return
                 if batch:
-                    self._write(batch)
+                    self._write(batch, upcoming.staged if upcoming is not None else None)
                 else:
                     connections[DEFAULT_DB_ALIAS].close()  # idle: hold no connection
         finally:
             with self._lock:
+                if self._next is not None:  # ended by surprise with a batch taken: it goes back, first
+                    self._queue.extendleft(reversed(self._next.batch))
+                    self._barriers += sum(isinstance(entry, _Barrier) for entry in self._next.batch)
+                    self._next, self._held = None, 0
                 if self._thread is threading.current_thread():
                     self._thread = None  # ended by surprise: the next write starts another
             connections.close_all()
@@ -205,52 +231,99 @@ class GroupWriter:
                     return []
                 lingered = True
             deadline = self._first_at + self.batch_s
-            while not self._barriers and len(self._queue) < self.batch_rows and not self._stopping:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                self._not_empty.wait(remaining)
-            batch, rows = [], 0
-            while self._queue and rows < self.batch_rows:
-                entry = self._queue.popleft()
-                batch.append(entry)
-                if isinstance(entry, _Barrier):
-                    self._barriers -= 1
-                else:
-                    rows += 1
-            if exit_of(batch[-1], self._queue[0] if self._queue else None):
-                # A leaf call's entry and exit, queued one after the other, stay in one batch: written
-                # once, already ended, instead of an insert here and a backfill (and a read of the
-                # node's status) in the next batch.
-                batch.append(self._queue.popleft())
-            if self._queue:
-                self._first_at = time.monotonic()
-            self._not_full.notify_all()
+            while not self._batch_ready(deadline):
+                self._not_empty.wait(deadline - time.monotonic())
+            return self._pop_batch()
+
+    def _take_ready(self) -> Optional[list]:
+        """The next batch if it is ready now (full, flushed, or its window over), else None; its writes
+        are `_held` until written."""
+        with self._lock:
+            if not self._queue or not self._batch_ready(self._first_at + self.batch_s):
+                return None
+            batch = self._pop_batch()
+            self._held = sum(not isinstance(entry, _Barrier) for entry in batch)
             return batch
 
-    def _write(self, batch: list) -> None:
+    def _batch_ready(self, deadline: float) -> bool:  # called with the lock held
+        return (bool(self._barriers) or len(self._queue) >= self.batch_rows or self._stopping
+                or time.monotonic() >= deadline)
+
+    def _pop_batch(self) -> list:  # called with the lock held, the queue not empty
+        batch, rows = [], 0
+        while self._queue and rows < self.batch_rows:
+            entry = self._queue.popleft()
+            batch.append(entry)
+            if isinstance(entry, _Barrier):
+                self._barriers -= 1
+            else:
+                rows += 1
+        if exit_of(batch[-1], self._queue[0] if self._queue else None):
+            # A leaf call's entry and exit, queued one after the other, stay in one batch: written
+            # once, already ended, instead of an insert here and a backfill (and a read of the
+            # node's status) in the next batch.
+            batch.append(self._queue.popleft())
+        if self._queue:
+            self._first_at = time.monotonic()
+        self._not_full.notify_all()
+        return batch
+
+    def _write(self, batch: list, staged: Optional[_Staged] = None) -> None:
+        """Write `batch` (`staged`: its parts, already staged while the batch before was on the server)."""
         writes = [entry for entry in batch if not isinstance(entry, _Barrier)]
         outcomes: dict[tuple, Outcome] = {}
+        with self._lock:
+            if self._held:  # the batch's writes leave the queue's count now that they are written
+                self._held = 0
+                self._not_full.notify_all()
         try:
-            parts = parts_of(writes, self._failures)
+            parts = staged.parts if staged is not None else parts_of(writes, self._failures)
             try:
                 with WriteTransaction() as tx:
-                    # With a test's gate the COMMIT waits for it; otherwise it may go with the statements.
-                    outcomes = write_parts(tx, parts, self._open, commit=self.gate is None)
+                    # With a test's gate the COMMIT waits for it; otherwise it may go with the statements,
+                    # and on PostgreSQL the next batch is staged while the server works on them.
+                    held = self.gate is not None
+                    pipelined = not held and tx.connection.vendor in PIPELINED_VENDORS
+                    outcomes = write_parts(tx, parts, self._open, commit=not held,
+                                           meanwhile=partial(self._stage_next, tx) if pipelined else None,
+                                           staged=staged.numbered if staged is not None else None)
                     self._wait_at_gate()
             except Exception:
                 # One session's bad write must not cost the others theirs: each part alone.
                 log.warning("a batch of %d node writes failed; writing it session by session", len(writes),
                             exc_info=True)
+                self._unstage_next()
                 outcomes = {}
                 for part in parts:
                     outcomes.update(self._write_alone(part))
             self._explain_refusals(outcomes)
+            if any(outcome.refused or outcome.failure is not None for outcome in outcomes.values()):
+                self._unstage_next()  # staged before these sessions' writes were known to fail
             self._after_commit(outcomes)
         except Exception:  # never leave a flush waiting on a writer that died
             log.exception("the group-commit writer failed on a batch of %d writes", len(writes))
         finally:
             self._settle(batch)
+
+    def _stage_next(self, tx: WriteTransaction, in_flight: NumberedBatch) -> None:
+        """While the server works on the batch `in_flight`: take the next one if it is ready, and stage
+        it (`prestage`, no database work) so that only its sending is left for after this batch.
+        It never raises: the batch in flight may be committed already, and must not look failed."""
+        try:
+            batch = self._take_ready()
+            if batch is None:
+                return
+            self._next = upcoming = _Next(batch)
+            parts = parts_of([entry for entry in batch if not isinstance(entry, _Barrier)], self._failures)
+            numbered = prestage(tx, parts, self._open, in_flight)
+            if numbered is not None:
+                upcoming.staged = _Staged(parts, numbered)
+        except Exception:  # the batch, if taken, is staged the usual way when it is written
+            log.warning("staging the next batch of node writes failed", exc_info=True)
+
+    def _unstage_next(self) -> None:
+        if self._next is not None:
+            self._next.staged = None
 
     def _wait_at_gate(self) -> None:
         if self.gate is not None and not self.gate.is_set():

@@ -19,7 +19,7 @@ sessions, is one round trip.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
@@ -87,14 +87,20 @@ class WriteTransaction:
                 self.cursor.execute(sql, params)
         return self.cursor
 
-    def fetch_all(self, statements: list[tuple[str, object]], *, commit: bool = False) -> list[list[tuple]]:
+    def fetch_all(self, statements: list[tuple[str, object]], *, commit: bool = False,
+                  meanwhile: Optional[Callable[[], None]] = None) -> list[list[tuple]]:
         """Run the (sql, params) `statements` in order; the rows each one returned ([] for one that returns
         none). On PostgreSQL they travel together, with BEGIN if it was not sent yet: one round trip,
         where `execute` takes one per statement. `commit`: there, the `defer`red statements and the
         COMMIT travel with them too, and the `with` block has nothing left to send (elsewhere the block
-        commits as usual)."""
+        commits as usual). `meanwhile`: called once the statements are sent, before their results are
+        awaited, so that it runs while the server works; it must not use the database (on PostgreSQL
+        the connection is busy with the statements) and not raise."""
         if not self._pipelined:
-            return [_rows(self.execute(sql, params)) for sql, params in statements]
+            results = [_rows(self.execute(sql, params)) for sql, params in statements]
+            if meanwhile is not None:
+                meanwhile()
+            return results
         driver = self.connection.connection
         cursors = []
         try:
@@ -109,6 +115,8 @@ class WriteTransaction:
                     if commit:
                         self._send_deferred()
                         self.cursor.execute("COMMIT")
+                    if meanwhile is not None:
+                        meanwhile()  # the statements are on their way: leaving the block awaits them
                 if commit:
                     self._committed = True
                 return [_rows(cursor) for cursor in cursors]

@@ -1,0 +1,149 @@
+"""PostgreSQL: the writer stages its next batch while the server works on the current one.
+
+Each test holds the writer at the moment it would stage (until the next batch is queued, or until the
+test lets it go), so what is staged, and when, does not depend on the threads' timing.
+"""
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connection
+
+from dag.models import Node, Session
+from dag.recording import write_path
+from dag.recording.write_path import group_commit, process_writer
+from runtime import agentic_function
+
+from ..dag_helpers import new_session, recording
+from ..launch_helpers import wait_for
+
+pytestmark = [pytest.mark.django_db(transaction=True),
+              pytest.mark.skipif(connection.vendor != "postgresql", reason="batches are staged on PostgreSQL")]
+
+FOREVER_MS = 600_000  # a batch goes when it is full or flushed, never by its window
+
+
+@agentic_function(register_globally=False)
+def step(i: int) -> int:
+    return i
+
+
+@agentic_function(register_globally=False)
+def steps(count: int) -> int:
+    return sum(step(i) for i in range(count))
+
+
+class StagingWatch:
+    """Wraps the writer's staging: before staging, wait until a full batch is queued (until the test
+    sets `all_queued`); after it, `staged` is set and the writer waits for `go`. Counts the batches
+    taken while another was on the server, and those written as they were staged then."""
+
+    def __init__(self, monkeypatch, writer: group_commit.GroupWriter, go: threading.Event):
+        self.staged, self.all_queued = threading.Event(), threading.Event()
+        self.took = self.written_staged = 0
+        stage_next, write_parts = writer._stage_next, group_commit.write_parts
+
+        def watched_stage_next(tx, in_flight) -> None:
+            wait_for(lambda: len(writer._queue) >= writer.batch_rows or self.all_queued.is_set(), 60,
+                     "the next batch to be queued")
+            stage_next(tx, in_flight)
+            self.took += writer._next is not None
+            self.staged.set()
+            assert go.wait(60)
+
+        def counted_write_parts(*args, staged=None, **kwargs):
+            self.written_staged += staged is not None
+            return write_parts(*args, staged=staged, **kwargs)
+
+        monkeypatch.setattr(writer, "_stage_next", watched_stage_next)
+        monkeypatch.setattr(group_commit, "write_parts", counted_write_parts)
+
+
+def claimed(worker: str) -> Session:
+    return write_path.claim_session(new_session().pk, worker=worker)
+
+
+def test_batches_staged_ahead_keep_a_runs_rows_whole_and_in_order(monkeypatch, published):
+    writer = group_commit.GroupWriter(batch_ms=FOREVER_MS, batch_rows=10)
+    go = threading.Event()
+    go.set()
+    watch = StagingWatch(monkeypatch, writer, go)
+    session = claimed("host:1")
+    with process_writer.use_writer(writer), recording(session) as recorder:
+        steps(60)
+        watch.all_queued.set()
+        recorder.flush()
+    assert watch.written_staged >= 1  # batches went as they were staged, not staged again
+    session.refresh_from_db()
+    nodes = list(Node.objects.filter(session=session).order_by("seq"))
+    assert [node.seq for node in nodes] == list(range(61)) == list(range(session.node_count))
+    assert {node.status for node in nodes} == {"completed"}
+    assert [node.output for node in nodes[1:]] == list(range(60))
+    revs = [message["rev"] for key, message in published if key == str(session.pk)]
+    assert revs == list(range(1, session.rev + 1))  # published in order, none skipped
+    assert sorted(node.rev for node in nodes) == sorted(set(node.rev for node in nodes))
+
+
+def test_a_batch_staged_before_its_sessions_write_failed_is_staged_again_without_it(monkeypatch):
+    # Batch 1 holds a node whose name PostgreSQL refuses (varchar(200)): session A's part fails, B's
+    # goes. Batch 2 was staged during batch 1 with A's next write in it; A's writes after its failure
+    # must not be written, so batch 2 is staged again, without A.
+    writer = group_commit.GroupWriter(batch_ms=FOREVER_MS, batch_rows=4)
+    go = threading.Event()
+    go.set()
+    watch = StagingWatch(monkeypatch, writer, go)
+    bad, good = claimed("host:a"), claimed("host:b")
+    a = write_path.RunWrites(bad.pk, lease="host:a", writer=writer)
+    b = write_path.RunWrites(good.pk, lease="host:b", writer=writer)
+    a.create(kind="code", name="x" * 300)  # batch 1
+    b1 = b.create(kind="code", name="b1")
+    b.finish(b1, status="completed")
+    b.create(kind="code", name="b2")
+    a.create(kind="code", name="a2")  # batch 2, queued while batch 1 is on the server
+    b3 = b.create(kind="code", name="b3")
+    b.finish(b3, status="completed")
+    b.create(kind="code", name="b4")
+    watch.all_queued.set()
+    b.flush()
+    writer.stop()
+    assert watch.took >= 1  # batch 2 was taken (and staged) while batch 1 was on the server
+    assert not Node.objects.filter(session=bad).exists()
+    rows = list(Node.objects.filter(session=good).order_by("seq").values_list("seq", "name", "status"))
+    assert rows == [(0, "b1", "completed"), (1, "b2", "running"), (2, "b3", "completed"), (3, "b4", "running")]
+    with pytest.raises(Exception, match="value too long"):
+        a.create(kind="code", name="a3")  # the run learns of its failed write at its next one
+
+
+def test_a_staged_batch_still_counts_against_the_queues_room(monkeypatch):
+    """While batch 2 waits staged beside batch 1 on the server, the queue has no room: a crash loses at
+    most those two batches, as without staging."""
+    writer = group_commit.GroupWriter(batch_ms=FOREVER_MS, batch_rows=2, capacity=2)
+    go = threading.Event()
+    watch = StagingWatch(monkeypatch, writer, go)
+    session = claimed("host:1")
+    writes = write_path.RunWrites(session.pk, lease="host:1", writer=writer)
+    done = threading.Event()
+    try:
+        for name in ("n0", "n1", "n2", "n3"):  # batch 1, then batch 2
+            writes.create(kind="code", name=name)
+        assert watch.staged.wait(60)  # batch 2 is staged; the queue itself is empty
+
+        def one_more():
+            writes.create(kind="code", name="n4")
+            done.set()
+            connection.close()
+
+        late = threading.Thread(target=one_more)
+        late.start()
+        wait_for(lambda: writer.waiting_for_room == 1, 60, "the fifth write to wait for room")
+        assert not done.is_set()
+    finally:
+        go.set()
+    late.join(60)
+    assert done.is_set()
+    watch.all_queued.set()
+    writes.flush()
+    writer.stop()
+    assert list(Node.objects.filter(session=session).order_by("seq").values_list("name", flat=True)) == [
+        "n0", "n1", "n2", "n3", "n4"]
