@@ -2,14 +2,19 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 import uuid
 
 from django.contrib.auth import get_user_model
+from django.db import connection
 
 from dag.models import Session
+from dag.recording import write_path
 from dag.recording.recorder import DjangoRecorder
-from runtime import use_recorder
+from runtime import agentic_function, use_recorder
 from runtime.context import current_frame, current_recorder
+
+from .launch_helpers import wait_for
 
 
 def new_session(function: str = "entry", username: str | None = None, **fields) -> Session:
@@ -50,3 +55,36 @@ def model_call(prompt: str, reply: str = "", tool_calls=(), *, status: str = "co
 def visible_context() -> str | None:
     """What the current frame's next model call would be shown of the DAG."""
     return current_recorder().render_context(current_frame())
+
+
+@agentic_function(register_globally=False)
+def child(i: int) -> int:
+    return i
+
+
+@agentic_function(register_globally=False)
+def parent(calls: int) -> int:
+    """`calls` child calls: a run of leaf calls under one open frame."""
+    return sum(child(i) for i in range(calls))
+
+
+def claimed_by(worker: str) -> Session:
+    """A new session, claimed by `worker` (its lease)."""
+    session = write_path.claim_session(new_session().pk, worker=worker)
+    assert session is not None
+    return session
+
+
+def write_waiting_for_room(writer, writes, name: str) -> threading.Thread:
+    """A thread that creates node `name` through `writes` (a `RunWrites`), returned once that write
+    waits for room in `writer`'s full queue; the thread ends when the write has gone in."""
+    def one_more():
+        try:
+            writes.create(kind="code", name=name)
+        finally:
+            connection.close()
+
+    late = threading.Thread(target=one_more)
+    late.start()
+    wait_for(lambda: writer.waiting_for_room == 1, 60, f"the write of {name} to wait for room")
+    return late

@@ -291,20 +291,7 @@ def test_past_the_context_limit_the_oldest_calls_are_left_out_and_counted(monkey
     # 230 characters: the notice and the titles keep 129 of them, four calls' texts fit in the rest.
     monkeypatch.setattr(context_render, "CONTEXT_LIMIT", 230)
     monkeypatch.setattr(context_render, "_CHUNK", 3)  # several reads, newest first
-    seen = []
-
-    @agentic_function
-    def step(i: int) -> str:
-        return f"result {i}"
-
-    @agentic_function
-    def many():
-        for i in range(10):
-            step(i)
-        seen.append(visible_context())
-
-    run_recorded(many)
-    text = seen[0]
+    text = context_after_steps(10, lambda i: f"result {i}")
     assert text.startswith("(6 earlier calls left out: the context is limited to 230 characters)")
     assert [f"step(i={i})" in text for i in range(10)] == [False] * 6 + [True] * 4
     assert len(text) <= 230  # the notice and the titles count too
@@ -313,21 +300,27 @@ def test_past_the_context_limit_the_oldest_calls_are_left_out_and_counted(monkey
 @pytest.mark.parametrize("limit", [120, 200, 500, 2_000])
 def test_the_whole_context_with_its_notice_and_titles_stays_within_the_limit(monkeypatch, limit):
     monkeypatch.setattr(context_render, "CONTEXT_LIMIT", limit)
+    text = context_after_steps(60, lambda i: f"result {i}" * 5)
+    assert "earlier calls left out" in text
+    assert len(text) <= limit
+
+
+def context_after_steps(count: int, result) -> str:
+    """What a frame sees after `count` calls of `step(i)`, each returning `result(i)`."""
     seen = []
 
     @agentic_function
     def step(i: int) -> str:
-        return f"result {i}" * 5
+        return result(i)
 
     @agentic_function
     def many():
-        for i in range(60):
+        for i in range(count):
             step(i)
         seen.append(visible_context())
 
     run_recorded(many)
-    assert "earlier calls left out" in seen[0]
-    assert len(seen[0]) <= limit
+    return seen[0]
 
 
 def test_expose_filters_earlier_sibling_calls_too():

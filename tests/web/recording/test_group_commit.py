@@ -25,30 +25,13 @@ from dag.runs import lifecycle, reaper
 from runtime import CancelledError, agentic_function, use_recorder
 from tests.database_url import database_url
 
-from ..dag_helpers import new_session, recording, visible_context
-from ..launch_helpers import wait_for
+from ..dag_helpers import claimed_by, new_session, parent, recording, visible_context, write_waiting_for_room
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ROOT = Path(__file__).resolve().parents[3]
 # A window no test outlasts: a batch then commits only when a flush (or a full batch) asks for it.
 FOREVER_MS = 600_000
-
-
-@agentic_function(register_globally=False)
-def child(i: int) -> int:
-    return i
-
-
-@agentic_function(register_globally=False)
-def parent(calls: int) -> int:
-    return sum(child(i) for i in range(calls))
-
-
-def claimed_by(worker: str) -> Session:
-    session = write_path.claim_session(new_session().pk, worker=worker)
-    assert session is not None
-    return session
 
 
 def test_many_concurrent_sessions_keep_seq_gap_free_and_revisions_in_order(published):
@@ -97,26 +80,16 @@ def test_a_full_queue_makes_writers_wait_and_drops_nothing():
     writer = group_commit.GroupWriter(batch_ms=0, batch_rows=1, capacity=2, gate=gate)
     session = new_session()
     writes = write_path.RunWrites(session.pk, writer=writer)
-    done = threading.Event()
     try:
         first = writes.create(kind="code", name="n0")
         assert writer.holding.wait(60)  # the writer holds n0's batch uncommitted; the queue is empty
         writes.finish(first, status="completed")
         writes.create(kind="code", name="n1")  # the queue is full now (2)
-
-        def one_more():
-            writes.create(kind="code", name="n2")
-            done.set()
-            connection.close()
-
-        late = threading.Thread(target=one_more)
-        late.start()
-        wait_for(lambda: writer.waiting_for_room == 1, 60, "the third write to wait for room")
-        assert not done.is_set()  # it waits while the queue is full...
+        late = write_waiting_for_room(writer, writes, "n2")  # it waits while the queue is full...
     finally:
         gate.set()
     late.join(60)
-    assert done.is_set()  # ...and goes in once there is room
+    assert not late.is_alive()  # ...and goes in once there is room
     writes.flush()
     writer.stop()
     rows = list(Node.objects.filter(session=session).order_by("seq").values_list("seq", "name", "status"))

@@ -10,28 +10,17 @@ import threading
 import pytest
 from django.db import connection
 
-from dag.models import Node, Session
+from dag.models import Node
 from dag.recording import write_path
 from dag.recording.write_path import group_commit, process_writer
-from runtime import agentic_function
 
-from ..dag_helpers import new_session, recording
+from ..dag_helpers import claimed_by, parent, recording, write_waiting_for_room
 from ..launch_helpers import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True),
               pytest.mark.skipif(connection.vendor != "postgresql", reason="batches are staged on PostgreSQL")]
 
 FOREVER_MS = 600_000  # a batch goes when it is full or flushed, never by its window
-
-
-@agentic_function(register_globally=False)
-def step(i: int) -> int:
-    return i
-
-
-@agentic_function(register_globally=False)
-def steps(count: int) -> int:
-    return sum(step(i) for i in range(count))
 
 
 class StagingWatch:
@@ -60,18 +49,14 @@ class StagingWatch:
         monkeypatch.setattr(group_commit, "write_parts", counted_write_parts)
 
 
-def claimed(worker: str) -> Session:
-    return write_path.claim_session(new_session().pk, worker=worker)
-
-
 def test_batches_staged_ahead_keep_a_runs_rows_whole_and_in_order(monkeypatch, published):
     writer = group_commit.GroupWriter(batch_ms=FOREVER_MS, batch_rows=10)
     go = threading.Event()
     go.set()
     watch = StagingWatch(monkeypatch, writer, go)
-    session = claimed("host:1")
+    session = claimed_by("host:1")
     with process_writer.use_writer(writer), recording(session) as recorder:
-        steps(60)
+        parent(60)
         watch.all_queued.set()
         recorder.flush()
     assert watch.written_staged >= 1  # batches went as they were staged, not staged again
@@ -93,7 +78,7 @@ def test_a_batch_staged_before_its_sessions_write_failed_is_staged_again_without
     go = threading.Event()
     go.set()
     watch = StagingWatch(monkeypatch, writer, go)
-    bad, good = claimed("host:a"), claimed("host:b")
+    bad, good = claimed_by("host:a"), claimed_by("host:b")
     a = write_path.RunWrites(bad.pk, lease="host:a", writer=writer)
     b = write_path.RunWrites(good.pk, lease="host:b", writer=writer)
     a.create(kind="code", name="x" * 300)  # batch 1
@@ -121,27 +106,17 @@ def test_a_staged_batch_still_counts_against_the_queues_room(monkeypatch):
     writer = group_commit.GroupWriter(batch_ms=FOREVER_MS, batch_rows=2, capacity=2)
     go = threading.Event()
     watch = StagingWatch(monkeypatch, writer, go)
-    session = claimed("host:1")
+    session = claimed_by("host:1")
     writes = write_path.RunWrites(session.pk, lease="host:1", writer=writer)
-    done = threading.Event()
     try:
         for name in ("n0", "n1", "n2", "n3"):  # batch 1, then batch 2
             writes.create(kind="code", name=name)
         assert watch.staged.wait(60)  # batch 2 is staged; the queue itself is empty
-
-        def one_more():
-            writes.create(kind="code", name="n4")
-            done.set()
-            connection.close()
-
-        late = threading.Thread(target=one_more)
-        late.start()
-        wait_for(lambda: writer.waiting_for_room == 1, 60, "the fifth write to wait for room")
-        assert not done.is_set()
+        late = write_waiting_for_room(writer, writes, "n4")
     finally:
         go.set()
     late.join(60)
-    assert done.is_set()
+    assert not late.is_alive()
     watch.all_queued.set()
     writes.flush()
     writer.stop()
