@@ -11,6 +11,7 @@ to publish and which nodes are now open or ended, or that the fence refused it.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable, Optional
@@ -131,16 +132,22 @@ def prestage(tx: WriteTransaction, parts: list[Part], open_nodes: dict,
     backfill's node is neither among `open_nodes` nor created running by `in_flight` (it is read).
 
     Rows are numbered relative to the counters the database holds when the statements run, so the
-    staging does not wait for the batch before. Ending a node that batch creates changes the node the
-    batch holds (its status, for its outcome), never what it writes: its rows are already encoded."""
+    staging does not wait for the batch before. A node that batch creates is ended here on a stand-in
+    (a copy): the batch keeps its own node as it wrote it, whatever becomes of it (a retry of the batch
+    writes it again), and the stand-in takes the node's final `seq` once it is known (`outcomes`)."""
     if tx.connection.vendor != "postgresql":
         return None
-    # The nodes running once `in_flight` is written, by session.
-    known = {key: {**open_nodes.get(key, {}), **in_flight.opened.get(key, {})}
-             for key in {part.session_id for part in parts}}
-    if any(entry.pk not in known[part.session_id] for part in parts for entry in part.backfills):
-        return None
-    return NumberedBatch(tx, parts, known, {})
+    originals = {}
+    for part in parts:
+        known, flying = open_nodes.get(part.session_id, {}), in_flight.opened.get(part.session_id, {})
+        for entry in part.backfills:
+            if entry.pk in known:
+                continue
+            if entry.pk not in flying:
+                return None
+            originals[entry.pk] = flying[entry.pk]
+    return NumberedBatch(tx, parts, open_nodes, {pk: copy.copy(node) for pk, node in originals.items()},
+                         originals=originals)
 
 
 def _write_counted_first(tx: WriteTransaction, parts: list[Part], open_nodes: dict, read: dict
@@ -170,16 +177,20 @@ class NumberedBatch:
     """PostgreSQL: the parts' rows staged with relative numbers, the statements that write them
     (`numbered_sql`), and `outcomes(results)`, which numbers the rows as the database did."""
 
-    __slots__ = ("statements", "opened", "_staged")
+    __slots__ = ("statements", "opened", "_staged", "_originals")
 
-    def __init__(self, tx: WriteTransaction, parts: list[Part], open_nodes: dict, read: dict):
+    def __init__(self, tx: WriteTransaction, parts: list[Part], open_nodes: dict, read: dict, *,
+                 originals: Optional[dict] = None):
         self.statements, self._staged = [], []
         self.opened: dict[str, dict[int, Node]] = {}  # the nodes it writes running, by session
+        # The nodes that `read` holds stand-ins of (`prestage`): pk -> the node the batch before holds.
+        self._originals = originals or {}
         for part in parts:
             rows = _stage(part, open_nodes.get(part.session_id, {}), read)
             self._staged.append((part, rows, len(self.statements)))
-            self.opened[part.session_id] = {row.pk: row.node for row in rows if row.fields is None
-                                            and row.node.status == Node.Status.RUNNING}
+            self.opened.setdefault(part.session_id, {}).update(
+                (row.pk, row.node) for row in rows
+                if row.fields is None and row.node.status == Node.Status.RUNNING)
             self.statements += numbered_sql.part_statements(
                 tx, part.session_id, part.lease, [row.change.record_json for row in rows if row.fields is None],
                 [(row.pk, row.rev, row.fields) for row in rows if row.fields is not None])
@@ -201,6 +212,10 @@ class NumberedBatch:
                     row.ended, dropped = True, dropped + 1
                     continue
                 row.rev = row.node.rev = rev0 + row.rev - dropped
+                original = self._originals.get(row.pk)
+                if original is not None:  # numbered by its own batch, written before this one
+                    row.node.seq = original.seq
+                    _apply(original, {**row.fields, "rev": row.rev})
                 row.change.renumber(row.node.seq, row.rev)
             outcomes[part.key] = outcome_of(rows)
         return outcomes
