@@ -26,6 +26,20 @@ def pytest_sessionfinish(session):
         shutil.rmtree(settings.CACHES["throttles"]["LOCATION"], ignore_errors=True)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def no_background_reaper():
+    """The test process runs no reaper thread (servers and workers that tests start run their own): the
+    tests call `reaper.reap(now=...)` when they mean it. A background pass would reap on the real clock
+    between tests, and outside a database test it fails and logs a traceback, whose formatting parses
+    source lines with `ast`; on CPython 3.11 that can break an `ast.parse` another thread makes at the
+    same moment ("AST constructor recursion depth mismatch", python/cpython#106905)."""
+    from dag.runs import reaper
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(reaper, "start", lambda: None)
+        yield
+
+
 @pytest.fixture(autouse=True)
 def isolated_registry(request):
     """Each test gets its own registry, restored afterwards.

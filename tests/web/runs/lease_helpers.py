@@ -1,8 +1,8 @@
 """Shared by the lease tests: sessions claimed under a named worker at a time of the test's choosing.
 
 The tests drive the clock: they pass `now` to the claim, the heartbeat and the reaper. Their clock runs
-a year ahead of the real one, so the process's own reaper thread (started by any test that ran a
-session, on the real clock) never finds these leases expired before the test's own call does.
+a year ahead of the real one, so a reaper on the real clock (that of a server or worker another test
+started on the same database) never finds these leases expired before the test's own call does.
 """
 from __future__ import annotations
 
