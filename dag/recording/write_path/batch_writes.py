@@ -109,20 +109,18 @@ def write_parts(tx: WriteTransaction, parts: list[Part], open_nodes: dict, *, co
     (only read here). On PostgreSQL only: `commit`, send the COMMIT with the statements; `meanwhile`,
     called with the batch while the server works on its statements (`WriteTransaction.fetch_all`);
     `staged`, the parts as `prestage` staged them."""
-    if staged is not None:
-        return staged.outcomes(tx.fetch_all(staged.statements, commit=commit,
-                                            meanwhile=meanwhile and partial(meanwhile, staged)))
-    unknown = [entry.pk for part in parts for entry in part.backfills
-               if entry.pk not in open_nodes.get(part.session_id, {})]
-    # Nodes this writer did not write running (a restart, a write made inside a transaction): the
-    # whole node is needed for its message. Read before the locks; what a stop changes meanwhile
-    # (status, rev) the backfill's own running check decides.
-    read = {node.pk: node for node in Node.objects.filter(pk__in=unknown)} if unknown else {}
-    if tx.connection.vendor == "postgresql":
-        batch = NumberedBatch(tx, parts, open_nodes, read)
-        return batch.outcomes(tx.fetch_all(batch.statements, commit=commit,
-                                           meanwhile=meanwhile and partial(meanwhile, batch)))
-    return _write_counted_first(tx, parts, open_nodes, read)
+    if staged is None:
+        unknown = [entry.pk for part in parts for entry in part.backfills
+                   if entry.pk not in open_nodes.get(part.session_id, {})]
+        # Nodes this writer did not write running (a restart, a write made inside a transaction): the
+        # whole node is needed for its message. Read before the locks; what a stop changes meanwhile
+        # (status, rev) the backfill's own running check decides.
+        read = {node.pk: node for node in Node.objects.filter(pk__in=unknown)} if unknown else {}
+        if tx.connection.vendor != "postgresql":
+            return _write_counted_first(tx, parts, open_nodes, read)
+        staged = NumberedBatch(tx, parts, open_nodes, read)
+    return staged.outcomes(tx.fetch_all(staged.statements, commit=commit,
+                                        meanwhile=meanwhile and partial(meanwhile, staged)))
 
 
 def prestage(tx: WriteTransaction, parts: list[Part], open_nodes: dict,
@@ -194,6 +192,10 @@ class NumberedBatch:
             self.statements += numbered_sql.part_statements(
                 tx, part.session_id, part.lease, [row.change.record_json for row in rows if row.fields is None],
                 [(row.pk, row.rev, row.fields) for row in rows if row.fields is not None])
+
+    @property
+    def parts(self) -> list[Part]:
+        return [part for part, _, _ in self._staged]
 
     def outcomes(self, results: list[list[tuple]]) -> dict[tuple, Outcome]:
         outcomes = {}

@@ -69,16 +69,10 @@ QUEUE_BATCHES = 1
 
 
 @dataclass(slots=True)
-class _Staged:
-    parts: list[Part]
-    numbered: NumberedBatch
-
-
-@dataclass(slots=True)
 class _Next:
     """A batch taken while the one before it was being written, and its staging if it has one."""
     batch: list
-    staged: Optional[_Staged] = None
+    staged: Optional[NumberedBatch] = None
 
 
 @dataclass(slots=True)
@@ -268,7 +262,7 @@ class GroupWriter:
         self._not_full.notify_all()
         return batch
 
-    def _write(self, batch: list, staged: Optional[_Staged] = None) -> None:
+    def _write(self, batch: list, staged: Optional[NumberedBatch] = None) -> None:
         """Write `batch` (`staged`: its parts, already staged while the batch before was on the server)."""
         writes = [entry for entry in batch if not isinstance(entry, _Barrier)]
         outcomes: dict[tuple, Outcome] = {}
@@ -286,7 +280,7 @@ class GroupWriter:
                     pipelined = not held and tx.connection.vendor in PIPELINED_VENDORS
                     outcomes = write_parts(tx, parts, self._open, commit=not held,
                                            meanwhile=partial(self._stage_next, tx) if pipelined else None,
-                                           staged=staged.numbered if staged is not None else None)
+                                           staged=staged)
                     self._wait_at_gate()
             except Exception:
                 # One session's bad write must not cost the others theirs: each part alone.
@@ -315,9 +309,7 @@ class GroupWriter:
                 return
             self._next = upcoming = _Next(batch)
             parts = parts_of([entry for entry in batch if not isinstance(entry, _Barrier)], self._failures)
-            numbered = prestage(tx, parts, self._open, in_flight)
-            if numbered is not None:
-                upcoming.staged = _Staged(parts, numbered)
+            upcoming.staged = prestage(tx, parts, self._open, in_flight)
         except Exception:  # the batch, if taken, is staged the usual way when it is written
             log.warning("staging the next batch of node writes failed", exc_info=True)
 
