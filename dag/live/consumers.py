@@ -159,6 +159,16 @@ class SessionConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
     async def receive(self, text_data=None, bytes_data=None):
         """The stream is one-way; whatever the client sends is ignored."""
 
+    async def dispatch(self, message):
+        # Channels closes stale database connections before every handler, by a hop to its sync
+        # thread and back; a busy run's batches arrive tens of times a second per viewer. `dag_batch`
+        # reads the database only to repair a gap, through `database_sync_to_async`, which closes
+        # them itself, so its batches skip the hop.
+        if message.get("type") == broadcast.BATCH_EVENT:
+            await self.dag_batch(message)
+        else:
+            await super().dispatch(message)
+
     async def dag_batch(self, event):
         """Changes published by the broadcaster (encoded, each with its rev: see dag.live.broadcast):
         forward the new ones, in rev order, without gaps."""

@@ -317,6 +317,31 @@ async def test_a_burst_is_coalesced_into_one_batch(user, session):
     assert message["rev"] == 100
 
 
+async def test_a_batch_is_forwarded_without_the_database_connection_hop(user, session, monkeypatch):
+    # Channels closes stale database connections before each handler, by a hop to its sync thread and
+    # back; a live batch reads nothing (a gap's repair goes through database_sync_to_async, which does
+    # its own), and a busy run sends tens of them a second to every viewer.
+    import channels.consumer
+    hops = []
+    real = channels.consumer.aclose_old_connections
+
+    async def counted():
+        hops.append(1)
+        await real()
+
+    monkeypatch.setattr(channels.consumer, "aclose_old_connections", counted)
+    comm = communicator(user, session.pk)
+    await comm.connect(timeout=TIMEOUT)
+    mirror = Mirror()
+    mirror.apply(await comm.receive_json_from(timeout=TIMEOUT))
+    assert hops == [1]  # the connect went through Channels' own dispatch, hop included
+    await database_sync_to_async(record_node)(session.pk, name="n")  # published as the writer does
+    message = json.loads(await next_frame(comm))
+    await comm.disconnect()
+    assert message["type"] == "node" and message["node"]["name"] == "n"
+    assert hops == [1, 1]  # the disconnect's; none for the batch
+
+
 def test_in_process_listeners_still_receive_every_message(session):
     received = []
 
