@@ -98,3 +98,20 @@ def test_the_recording_clock_follows_use_tz_as_timezone_now_does(settings):
     assert clock.now().tzinfo is timezone.utc and django_timezone.now().tzinfo is timezone.utc
     settings.USE_TZ = False
     assert clock.now().tzinfo is None and django_timezone.now().tzinfo is None
+
+
+def test_a_batch_prepares_each_sessions_key_once_and_as_the_orm_does(db, monkeypatch):
+    prepared = []
+    orm = sql._NODE_PREPARERS[sql._SESSION_AT]
+
+    def counted(value, connection):
+        prepared.append(value)
+        return orm(value, connection)
+
+    monkeypatch.setattr(sql, "_NODE_PREPARERS", (*sql._NODE_PREPARERS[:sql._SESSION_AT], counted,
+                                                 *sql._NODE_PREPARERS[sql._SESSION_AT + 1:]))
+    first, second = "8c4bd3a0-8f2e-4a41-9a53-5fd0c5a2f3b1", "0b7e1bd6-65f4-4f0e-8f3d-3a3c1f0f5d20"
+    session = sql._batch_preparers()[sql._SESSION_AT]
+    keys = [session(value, connection) for value in (first, second, first, first, second)]
+    assert prepared == [first, second]
+    assert keys == [_django_prepared("session", value) for value in (first, second, first, first, second)]
