@@ -15,7 +15,9 @@ postgres://postgres@127.0.0.1:5432/postgres):
   `psycopg`: executemany, and COPY on PostgreSQL, one transaction per 500 rows), their values encoded
   as the driver takes them inside the timing, and by Django's `bulk_create` (batches of 500);
 - the ceiling: the runtime and `DjangoRecorder` with a writer that drops every write, i.e. the Python
-  work of recording a call before any database work: no app can record faster than this.
+  work of recording a call before any database work: no app can record faster than this;
+- the CPU a call takes in the app (the server process, PostgreSQL's processes, the client; from
+  /proc) beside a row of the raw floor's, and how many of the machine's cores the app kept busy.
 
 Every rate is shown as a ratio to each floor. Targets (issue 13): at least 5,000 calls/s through the
 app on each database, at least 0.5 of the floor, websocket p95 under 100 ms; the targets line says which
@@ -40,7 +42,8 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._api import changed_at, launch  # noqa: E402 (after the path is set)
+from bench import _cpu  # noqa: E402 (after the path is set)
+from bench._api import changed_at, launch  # noqa: E402
 
 CALLS = 10_000  # slow_count's largest n, so the app and the write path record the same number
 SESSIONS = 8
@@ -71,11 +74,12 @@ def measure(database_url: str, var_dir: str) -> dict:
     call_command("migrate", verbosity=0)
     owner = get_user_model().objects.create_user(f"bench-{uuid.uuid4().hex[:8]}", password="bench-password-1")
     from dag.recording.write_path import group_commit
-    figures = {"batch_rows": group_commit.GroupWriter().batch_rows,
+    raw, raw_cpu = raw_driver_rate(owner, CALLS)
+    figures = {"batch_rows": group_commit.GroupWriter().batch_rows, "raw": raw, "raw_cpu": raw_cpu,
                "no_database": no_database_rate(owner, CALLS),
                "write_path": write_path_rate(owner, CALLS, 1),
                "write_path_sessions": write_path_rate(owner, CALLS, SESSIONS),
-               "raw": raw_driver_rate(owner, CALLS), "bulk_create": bulk_create_rate(owner, CALLS),
+               "bulk_create": bulk_create_rate(owner, CALLS),
                "render_ms": render_ms(owner)}
     figures["app"] = through_app(database_url, var_dir, owner, AuthToken.objects.create(user=owner)[1])
     return figures
@@ -194,9 +198,10 @@ def raw_driver_rate(owner, calls: int) -> float:
 
     copy = f"COPY dag_node ({', '.join(columns)}) FROM STDIN"
 
-    def one_round(by_copy: bool) -> float:
+    def one_round(by_copy: bool) -> tuple[float, dict]:
         session = write_path.queue_session(owner, function="bench-raw")
         session_key, now = key(session.pk), timezone.now()
+        cpu = _cpu.CpuWatch(database=vendor == "postgresql")
         started = time.perf_counter()
         # Turning the values into what the driver takes (JSON text, timestamps) is part of writing the
         # rows, so it is timed: any writer of these rows has to do it.
@@ -213,16 +218,17 @@ def raw_driver_rate(owner, calls: int) -> float:
             else:
                 cursor.executemany(sql, rows[start:start + FLOOR_BATCH])
             cursor.execute("COMMIT")
-        return time.perf_counter() - started
+        return time.perf_counter() - started, cpu.per_call(calls)
 
     # PostgreSQL's fastest driver path for rows is COPY; SQLite's executemany.
     ways = {"executemany": False, **({"COPY": True} if vendor == "postgresql" else {})}
-    rates = {}
+    rates, cpu = {}, {}
     for name, by_copy in ways.items():
         one_round(by_copy)
-        rates[name] = best_rate(calls, [one_round(by_copy) for _ in range(ROUNDS)])
+        elapsed, cpu[name] = min((one_round(by_copy) for _ in range(ROUNDS)), key=lambda best: best[0])
+        rates[name] = calls / elapsed
     db.close()
-    return rates
+    return rates, cpu
 
 
 def bulk_create_rate(owner, calls: int) -> float:
@@ -288,7 +294,9 @@ def through_app(database_url: str, var_dir: str, owner, token: str) -> dict:
     cookie = session_cookie(owner)["value"]
     try:
         asyncio.run(run_and_watch(server.url, token, cookie, 200))  # warm-up: imports, the pool, connections
-        return asyncio.run(run_and_watch(server.url, token, cookie, CALLS))
+        cpu = _cpu.CpuWatch(server=server.process.pid, database=database_url.startswith("postgres"))
+        figures = asyncio.run(run_and_watch(server.url, token, cookie, CALLS))
+        return {**figures, "cpu": cpu.per_call(CALLS)}
     finally:
         server.stop()
 
@@ -361,6 +369,8 @@ def report(name: str, figures: dict) -> None:
         print(f"  {label:66} {rate:9,.0f} calls/s  {rate / raw:6.2f}  {rate / bulk:14.2f}")
     print(f"  write -> websocket at that rate ({app['live']:,} live node changes): median {app['median_ms']:.1f} ms, "
           f"p95 {app['p95_ms']:.1f} ms")
+    fastest = max(figures["raw"], key=figures["raw"].get)
+    print("  " + cpu_line(app, fastest, figures["raw_cpu"][fastest]))
     render = figures["render_ms"]
     print(f"  context for a model call after {RENDER_NODES:,} recorded calls (the default range, so as many as the "
           f"{render['cap']:,}-character cap holds): {render['ms']:.0f} ms for {render['chars']:,} characters")
@@ -369,6 +379,26 @@ def report(name: str, figures: dict) -> None:
                "app >= 0.5 of the bulk_create floor": app["calls_per_s"] >= 0.5 * bulk,
                "websocket p95 < 100 ms": app["p95_ms"] < 100}
     print("  targets: " + "; ".join(f"{label}: {'met' if met else 'NOT met'}" for label, met in targets.items()))
+
+
+def cpu_line(app: dict, way: str, floor: dict) -> str:
+    """Where the CPU of a recorded call went in the app, and of a row in the raw floor written `way`;
+    with how many of the machine's cores the app kept busy (a rate bound by one process's GIL keeps
+    one, whatever the others do)."""
+    def us(value) -> str:
+        return "?" if value is None else f"{value:,.0f}"
+
+    def total(cpu: dict) -> float:
+        return sum(value for value in cpu.values() if value is not None)
+
+    cpu = app["cpu"]
+    busy = total(cpu) * app["calls_per_s"] / 1e6
+    database = (f" + database {us(cpu['database_us'])}" if cpu["database_us"] is not None
+                else " (SQLite's work in it)")
+    floor_database = f" + database {us(floor['database_us'])}" if floor["database_us"] is not None else ""
+    return (f"CPU per call, in us: the app: server process {us(cpu['server_us'])}{database} + client "
+            f"{us(cpu['client_us'])} = {us(total(cpu))}, {busy:.1f} of {os.cpu_count()} cores busy; the raw floor "
+            f"({way}), a row: driver {us(floor['client_us'])}{floor_database} = {us(total(floor))}")
 
 
 def main() -> None:

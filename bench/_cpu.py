@@ -1,0 +1,75 @@
+"""CPU time spent by the processes of a measurement, read from Linux's /proc (None elsewhere).
+
+A rate says how fast; the CPU beside it says where the time went and how far the machine's cores are
+from full: a recorded call's work is split between the server process, the database and the client,
+and only their sum over the cores bounds the rate.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Optional
+
+PROC = Path("/proc")
+
+
+def _ticks(stat: str) -> tuple[int, int]:
+    """(own, reaped children's) CPU ticks from a /proc/<pid>/stat line."""
+    fields = stat[stat.rindex(")") + 2:].split()  # after the command name, which may hold spaces
+    return int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
+
+
+def _tick_seconds() -> float:
+    return 1 / os.sysconf("SC_CLK_TCK")
+
+
+def process_seconds(pid: int) -> Optional[float]:
+    """The CPU seconds process `pid` has used (all its threads), None if it cannot be read."""
+    try:
+        own, _ = _ticks((PROC / str(pid) / "stat").read_text())
+    except (OSError, ValueError, IndexError):
+        return None
+    return own * _tick_seconds()
+
+
+def postgres_seconds() -> Optional[float]:
+    """The CPU seconds the machine's PostgreSQL has used: its live processes, plus what its ended
+    backends used (counted in the postmaster as reaped children). None without /proc."""
+    if not PROC.is_dir():
+        return None
+    total = 0
+    for entry in PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "comm").read_text().strip() != "postgres":
+                continue
+            own, reaped = _ticks((entry / "stat").read_text())
+        except (OSError, ValueError, IndexError):
+            continue  # ended while read
+        total += own + reaped
+    return total * _tick_seconds()
+
+
+def per_call_us(seconds: Optional[float], calls: int) -> Optional[float]:
+    return None if seconds is None else seconds / calls * 1e6
+
+
+class CpuWatch:
+    """CPU per call from its start to `per_call`: this process (the client, or the driver), the
+    `server` process if given, and PostgreSQL's processes if `database` (SQLite's work is the
+    driver's own, in its process)."""
+
+    def __init__(self, *, server: Optional[int] = None, database: bool = False):
+        self.server, self.database = server, database
+        self._client = time.process_time()
+        self._server = process_seconds(server) if server else None
+        self._database = postgres_seconds() if database else None
+
+    def per_call(self, calls: int) -> dict:
+        def spent(before, now):
+            return None if before is None or now is None else per_call_us(now - before, calls)
+        return {"client_us": per_call_us(time.process_time() - self._client, calls),
+                "server_us": spent(self._server, process_seconds(self.server)) if self.server else None,
+                "database_us": spent(self._database, postgres_seconds()) if self.database else None}
