@@ -1,14 +1,17 @@
 """The live stream of one session's DAG: `ws/sessions/{id}/?since_rev=R`.
 
 Protocol (server -> client, JSON):
-- `{"type": "snapshot", "session": {...}, "nodes": [...], "rev": R, "since_rev": S, "more": M}`: the
-  state up to revision R. `since_rev` null means the full DAG (replace); a number means only rows
-  changed after S (merge). Sent on connect, and again whenever the server repairs a gap from the
-  database. A large snapshot continues in `{"type": "snapshot_more", "nodes": [...], "rev": R,
-  "more": M}` frames until `more` is false (see dag.live.frames: frames stay under 1 MiB).
+- `{"type": "snapshot", "session": {...}, "nodes": [...], "rev": R, "since_rev": S, "now": T, "more": M}`:
+  the state up to revision R. `since_rev` null means the full DAG (replace); a number means only rows
+  changed after S (merge); `now` is the server's time (ISO, as the nodes' times are). Sent on connect,
+  and again whenever the server repairs a gap from the database. A large snapshot continues in
+  `{"type": "snapshot_more", "nodes": [...], "rev": R, "more": M}` frames until `more` is false (see
+  dag.live.frames: frames stay under 1 MiB).
 - `{"type": "node"|"session", "rev": R, ...}` and `{"type": "batch", "items": [...], "rev": R}`: live
   changes, contiguous in rev order after the snapshot.
-- `{"type": "heartbeat", "rev": R}` every `OPENPROGRAM_WS_HEARTBEAT_S` seconds.
+- `{"type": "heartbeat", "rev": R, "now": T}` every `OPENPROGRAM_WS_HEARTBEAT_S` seconds. With the
+  snapshot's, its `now` lets a browser time a running call by the clock its start was stamped by, not
+  its own, which may be off by minutes or hours.
 Close codes: 4400 a bad session id or query parameter, 4404 not logged in, not the owner, or no such
 session (one code, so the stream does not reveal which sessions exist); 4404 too for a path that is no
 stream (`NoSuchStreamConsumer`); 4503 (try again later) when the channel layer (Redis) cannot be reached:
@@ -36,6 +39,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocke
 
 from ..conf import conf
 from ..models import Node, Session
+from ..recording import clock
 from ..runs.leases import worker_id
 from . import broadcast
 from .frames import encoded_live_frames, snapshot_frames
@@ -91,6 +95,11 @@ def read_nodes(session_id: uuid.UUID, since_rev: int | None, after_seq: int, lim
     if since_rev is not None:
         nodes = nodes.filter(rev__gt=since_rev)
     return node_dicts(nodes.order_by("seq")[:limit])
+
+
+def server_now() -> str:
+    """The server's time, written as a node's times are (`Node.as_dict`)."""
+    return clock.now().isoformat()
 
 
 def owned_session_exists(user, session_id: uuid.UUID) -> bool:
@@ -211,7 +220,7 @@ class SessionConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
                                                              SNAPSHOT_CHUNK + 1)
             last = len(nodes) <= SNAPSHOT_CHUNK
             nodes = nodes[:SNAPSHOT_CHUNK]
-            for frame in snapshot_frames(head, nodes, rev, since_rev, last=last):
+            for frame in snapshot_frames(head, nodes, rev, since_rev, last=last, now=server_now()):
                 await self.send(text_data=frame)
             if last:
                 return True
@@ -234,7 +243,7 @@ class SessionConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
                         await self.close(code=CLOSE_NOT_FOUND, reason="no such session")
                         return
                     seen_at_last_beat = latest
-                    await self.send_json({"type": "heartbeat", "rev": self.rev})
+                    await self.send_json({"type": "heartbeat", "rev": self.rev, "now": server_now()})
         except asyncio.CancelledError:
             raise
         except Exception:

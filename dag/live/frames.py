@@ -105,12 +105,12 @@ def _chunks(parts: list[str], room: int) -> Iterator[list[str]]:
 
 
 def snapshot_frames(session: dict | None, nodes: list[dict], rev: int, since_rev: int | None, *,
-                    last: bool = True) -> list[str]:
-    """Frames for one part of a snapshot: it opens with `session` (None: it continues one), and the
-    final frame of the `last` part says `more: false`."""
+                    last: bool = True, now: str | None = None) -> list[str]:
+    """Frames for one part of a snapshot: it opens with `session` (None: it continues one) and the
+    server's time `now` (ISO), and the final frame of the `last` part says `more: false`."""
     if session is not None:
-        head = '{"type":"snapshot","session":%s,"rev":%d,"since_rev":%s' % (
-            fit(session, SESSION_FIELDS), rev, dumps(since_rev))
+        head = '{"type":"snapshot","session":%s,"rev":%d,"since_rev":%s,"now":%s' % (
+            fit(session, SESSION_FIELDS), rev, dumps(since_rev), dumps(now))
     else:
         head = '{"type":"snapshot_more","rev":%d' % rev
     chunks = list(_chunks([fit(node) for node in nodes], FRAME_LIMIT - len(head) - 64))

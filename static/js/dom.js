@@ -1,5 +1,7 @@
 // Small DOM helpers. Text from users and models only ever goes in through textContent.
 
+import {serverNow} from "./server_clock.js";
+
 /** Create an element: el("span", {class: "x", text: "hi", title: "t", dataset: {id: 1}}, child...) */
 export function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);
@@ -46,10 +48,10 @@ export function formatDuration(ms) {
   return `${Math.floor(seconds / 60)} m ${seconds % 60} s`;
 }
 
-/** Milliseconds from an ISO start to an ISO end (or now, for something still running). */
+/** Milliseconds from an ISO start to an ISO end (or the server's now, for something still running). */
 export function elapsedMs(startIso, endIso) {
   if (!startIso) return null;
-  const end = endIso ? Date.parse(endIso) : Date.now();
+  const end = endIso ? Date.parse(endIso) : serverNow();
   return Math.max(0, end - Date.parse(startIso));
 }
 

@@ -4,6 +4,7 @@ loading progress of a large session and the live badge."""
 import json
 import re
 from collections import Counter
+from datetime import datetime, timedelta, timezone
 
 from playwright.sync_api import expect
 
@@ -326,3 +327,15 @@ def test_the_timeline_of_a_running_run_grows_and_running_bars_reach_now(page):
     assert abs(box["x"] + box["width"] - (track["x"] + track["width"])) <= 2
     stop(page)
     expect(page.locator(".tl-bar.status-running")).to_have_count(0)
+
+
+def test_a_running_run_is_timed_by_the_servers_clock_not_the_browsers(page):
+    # The browser's clock an hour ahead: the run's start was stamped by the server's clock, so by the
+    # browser's own the run would have been "running for 60 m" from its first second.
+    page.clock.install(time=datetime.now(timezone.utc) + timedelta(hours=1))
+    long_run(page)
+    meta = role(page, "session-meta")
+    expect(meta).to_contain_text("running for")
+    so_far = re.search(r"running for (\d+) m \d+ s", meta.text_content())
+    assert so_far is None or int(so_far.group(1)) < 30, meta.text_content()  # seconds here, not an hour
+    stop(page)

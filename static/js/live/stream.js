@@ -4,6 +4,8 @@
 // one, or the socket drops, or nothing (not even a heartbeat) arrives for a while, the stream reconnects
 // with ?since_rev=<last rev applied> and the server replays what was missed from the database.
 
+import {heardServerTime} from "../server_clock.js";
+
 const FATAL_CODES = new Set([4400, 4404]);
 const MAX_BACKOFF_MS = 8000;
 
@@ -68,6 +70,7 @@ export class SessionStream {
   receive(message) {
     switch (message.type) {
       case "snapshot":
+        heardServerTime(message.now);
         this.backoffMs = 250;
         this.handlers.onSnapshot(message);
         this.finishSnapshot(message);
@@ -84,6 +87,7 @@ export class SessionStream {
         this.apply([message]);
         break;
       case "heartbeat":
+        heardServerTime(message.now);
         if (this.rev !== null && message.rev > this.rev) this.resync();
         break;
       default:

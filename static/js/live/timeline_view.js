@@ -1,9 +1,10 @@
-// The timeline (waterfall): one bar per call from its start to its end (or to now while it runs), rows
+// The timeline (waterfall): one bar per call from its start to its end (or to the server's now while it runs), rows
 // depth first like the tree with labels indented by depth, coloured by status and kind, refused calls
 // marked. Windowed like the tree: only the rows in view exist in the page. Zoom to a time range by
 // dragging across the bars or the axis, or with the zoom buttons; reset shows the whole run again.
 
 import {clear, el, formatDuration, refusedByBudget, STATUS_ICONS} from "../dom.js";
+import {serverNow} from "../server_clock.js";
 import {rowsInView, scrollRowIntoView} from "./windowing.js";
 
 export const BAR_ROW_HEIGHT = 24;
@@ -13,9 +14,9 @@ const DRAG_PX = 4; // a press that moves less than this is a click on a bar, not
 const NOW_STEP_MS = 250; // "now" moves in steps, so a live run redraws its rows a few times a second, not every frame
 const MIN_SPAN_MS = 1;
 
-/** Now, rounded up to the next step: the end of a running bar and of a live run's window agree. */
+/** The server's now, rounded up to the next step: the end of a running bar and of a live run's window agree. */
 function steppedNow() {
-  return Math.ceil(Date.now() / NOW_STEP_MS) * NOW_STEP_MS;
+  return Math.ceil(serverNow() / NOW_STEP_MS) * NOW_STEP_MS;
 }
 
 export class TimelineView {

@@ -297,7 +297,25 @@ async def test_the_heartbeat_repairs_a_lost_last_message(user, session):
     heartbeat = await comm.receive_json_from(timeout=TIMEOUT)
     await comm.disconnect()
     assert mirror.nodes[node.pk]["status"] == "completed"
-    assert heartbeat == {"type": "heartbeat", "rev": 1}
+    assert (heartbeat["type"], heartbeat["rev"]) == ("heartbeat", 1)
+
+
+async def test_the_snapshot_and_each_heartbeat_say_the_servers_time(user, session, monkeypatch):
+    # A browser times a running call from its start, stamped by the server's clock: it needs that
+    # clock's now, since its own may be off by hours.
+    from datetime import datetime, timezone
+
+    from dag.live import consumers
+    moments = [datetime(2026, 12, 2, 8, 0, 0, 250000, tzinfo=timezone.utc),
+               datetime(2026, 12, 2, 8, 0, 5, tzinfo=timezone.utc)]  # the snapshot's, then every heartbeat's
+    monkeypatch.setattr(consumers.clock, "now", lambda: moments.pop(0) if len(moments) > 1 else moments[0])
+    comm = communicator(user, session.pk)
+    await comm.connect(timeout=TIMEOUT)
+    snapshot = await comm.receive_json_from(timeout=TIMEOUT)
+    heartbeat = await comm.receive_json_from(timeout=TIMEOUT)
+    await comm.disconnect()
+    assert (snapshot["type"], snapshot["now"]) == ("snapshot", "2026-12-02T08:00:00.250000+00:00")
+    assert (heartbeat["type"], heartbeat["now"]) == ("heartbeat", "2026-12-02T08:00:05+00:00")
 
 
 async def test_a_burst_is_coalesced_into_one_batch(user, session):
