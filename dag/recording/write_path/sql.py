@@ -96,10 +96,23 @@ def _quote_name():
     return connections[DEFAULT_DB_ALIAS].ops.quote_name
 
 
-def _prepare(values, preparers, connection) -> list:
-    # None is NULL for every field type, so it skips preparation like text and numbers do.
-    return [value if prepare is None or value is None else prepare(value, connection)
-            for value, prepare in zip(values, preparers)]
+def _preparing(preparers) -> tuple:
+    """The (position, preparer) of each field of `preparers` (one per field, None: as it is) that is
+    prepared: a row visits those few (a node's JSON, its times, its session) and no other."""
+    return tuple((index, prepare) for index, prepare in enumerate(preparers) if prepare is not None)
+
+
+def _prepare(values, preparing, connection) -> list:
+    """`values` as the driver takes them; `preparing` as `_preparing` gives it."""
+    row = list(values)
+    for index, prepare in preparing:
+        value = row[index]
+        if value is not None:  # None is NULL for every field type: it goes as it is
+            row[index] = prepare(value, connection)
+    return row
+
+
+_NODE_PREPARING = _preparing(_NODE_PREPARERS)
 
 
 # A run's write is fenced by its lease: it passes only while the session has not ended and no other
@@ -207,7 +220,7 @@ def _insert_sql(vendor: str, returning: bool) -> str:
 def insert_node(tx: WriteTransaction, node: Node) -> int:
     """INSERT the unsaved `node` and return its new id (the instance is marked saved)."""
     connection = tx.connection
-    params = _prepare(_node_values(node), _NODE_PREPARERS, connection)
+    params = _prepare(_node_values(node), _NODE_PREPARING, connection)
     returning = connection.features.can_return_columns_from_insert
     cursor = tx.execute(_insert_sql(connection.vendor, returning), params)
     if returning:
@@ -227,14 +240,14 @@ def _update_sql(vendor: str, names: tuple[str, ...]) -> tuple[str, tuple]:
     assignments = ", ".join(f"{quote(field.column)} = %s" for field in fields)
     sql = (f"UPDATE {quote(Node._meta.db_table)} SET {assignments} "
            f"WHERE {quote(Node._meta.pk.column)} = %s AND {quote('status')} = %s")
-    return placeholders(sql, vendor), tuple(_preparer(field) for field in fields)
+    return placeholders(sql, vendor), _preparing(_preparer(field) for field in fields)
 
 
 def update_running_node(tx: WriteTransaction, pk: int, values: dict) -> bool:
     """Set `values` on node `pk` if it is still running; False (nothing written) if it has ended."""
     connection = tx.connection
-    sql, preparers = _update_sql(connection.vendor, tuple(values))
-    params = _prepare(values.values(), preparers, connection)
+    sql, preparing = _update_sql(connection.vendor, tuple(values))
+    params = _prepare(values.values(), preparing, connection)
     return tx.execute(sql, params + [pk, "running"]).rowcount > 0
 
 
@@ -265,8 +278,8 @@ def insert_nodes(tx: WriteTransaction, nodes: list[Node]) -> None:
     against 40-55 ms as multi-row INSERTs.
     """
     connection = tx.connection
-    preparers = _batch_preparers()
-    rows = [[node.pk, *_prepare(_node_values(node), preparers, connection)] for node in nodes]
+    preparing = _batch_preparing()
+    rows = [[node.pk, *_prepare(_node_values(node), preparing, connection)] for node in nodes]
     per_statement = _rows_per_insert(connection)
     for start in range(0, len(rows), per_statement):
         chunk = rows[start:start + per_statement]
@@ -276,10 +289,10 @@ def insert_nodes(tx: WriteTransaction, nodes: list[Node]) -> None:
         node._state.db = connection.alias
 
 
-def _batch_preparers() -> tuple:
-    """`_NODE_PREPARERS` for one batch of rows, the session's key prepared once per session: a batch's
-    rows share a few sessions, and preparing a UUID key (parse, then the backend's form) cost more
-    than any other column of a row."""
+def _batch_preparing() -> tuple:
+    """`_prepare`'s `preparing` for one batch of rows, the session's key prepared once per session: a
+    batch's rows share a few sessions, and preparing a UUID key (parse, then the backend's form) cost
+    more than any other column of a row."""
     prepare, known = _NODE_PREPARERS[_SESSION_AT], {}
 
     def session_key(value, connection):
@@ -287,7 +300,7 @@ def _batch_preparers() -> tuple:
         if key is None:
             key = known[value] = prepare(value, connection)
         return key
-    return (*_NODE_PREPARERS[:_SESSION_AT], session_key, *_NODE_PREPARERS[_SESSION_AT + 1:])
+    return _preparing((*_NODE_PREPARERS[:_SESSION_AT], session_key, *_NODE_PREPARERS[_SESSION_AT + 1:]))
 
 
 def _rows_per_insert(connection) -> int:
@@ -303,8 +316,8 @@ def update_nodes(tx: WriteTransaction, updates: list[tuple[int, dict]]) -> None:
     for pk, values in updates:
         by_fields.setdefault(tuple(values), []).append((pk, values))
     for names, rows in by_fields.items():
-        sql, preparers = _update_sql(connection.vendor, names)
-        tx.defer_many(sql, [_prepare(values.values(), preparers, connection) + [pk, "running"]
+        sql, preparing = _update_sql(connection.vendor, names)
+        tx.defer_many(sql, [_prepare(values.values(), preparing, connection) + [pk, "running"]
                             for pk, values in rows])
 
 

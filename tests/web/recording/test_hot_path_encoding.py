@@ -111,7 +111,21 @@ def test_a_batch_prepares_each_sessions_key_once_and_as_the_orm_does(db, monkeyp
     monkeypatch.setattr(sql, "_NODE_PREPARERS", (*sql._NODE_PREPARERS[:sql._SESSION_AT], counted,
                                                  *sql._NODE_PREPARERS[sql._SESSION_AT + 1:]))
     first, second = "8c4bd3a0-8f2e-4a41-9a53-5fd0c5a2f3b1", "0b7e1bd6-65f4-4f0e-8f3d-3a3c1f0f5d20"
-    session = sql._batch_preparers()[sql._SESSION_AT]
+    session = dict(sql._batch_preparing())[sql._SESSION_AT]
     keys = [session(value, connection) for value in (first, second, first, first, second)]
     assert prepared == [first, second]
     assert keys == [_django_prepared("session", value) for value in (first, second, first, first, second)]
+
+
+@pytest.mark.parametrize("output, usage", [(17, None), (None, {"input_tokens": 3, "output_tokens": 4})])
+def test_a_node_row_is_prepared_as_the_orm_prepares_each_field(db, output, usage):
+    moment = datetime(2026, 12, 2, 8, 0, 0, 250000, tzinfo=timezone.utc)
+    node = sql.new_node(session_id="8c4bd3a0-8f2e-4a41-9a53-5fd0c5a2f3b1", parent_id=5, seq=3, kind="code",
+                        name="step", status="completed", input={"i": 3}, output=output, usage=usage,
+                        started_at=moment, finished_at=moment, rev=9)
+    fast = sql._prepare(sql._node_values(node), sql._NODE_PREPARING, connection)
+    orm = [field.get_db_prep_save(getattr(node, field.attname), connection) for field in sql._NODE_FIELDS]
+
+    def comparable(value):  # psycopg's Jsonb wrapper (PostgreSQL) compares by what it holds
+        return ("json", value.obj) if hasattr(value, "obj") else value
+    assert [comparable(value) for value in fast] == [comparable(value) for value in orm]
