@@ -335,11 +335,12 @@ async def test_a_burst_is_coalesced_into_one_batch(user, session):
     assert message["rev"] == 100
 
 
-async def test_a_batch_is_forwarded_without_the_database_connection_hop(user, session, monkeypatch):
+async def test_a_batch_is_forwarded_without_the_database_connection_hop(user, session, monkeypatch, settings):
     # Channels closes stale database connections before each handler, by a hop to its sync thread and
     # back; a live batch reads nothing (a gap's repair goes through database_sync_to_async, which does
     # its own), and a busy run sends tens of them a second to every viewer.
     import channels.consumer
+    settings.OPENPROGRAM_WS_HEARTBEAT_S = 3600  # a heartbeat could find the node first, and resend it
     hops = []
     real = channels.consumer.aclose_old_connections
 
