@@ -294,6 +294,8 @@ def _batch_preparing() -> tuple:
     batch's rows share a few sessions, and preparing a UUID key (parse, then the backend's form) cost
     more than any other column of a row."""
     prepare, known = _NODE_PREPARERS[_SESSION_AT], {}
+    if prepare is None:  # a key that goes as it is: nothing to remember
+        return _preparing(_NODE_PREPARERS)
 
     def session_key(value, connection):
         key = known.get(value)

@@ -100,7 +100,10 @@ def test_the_recording_clock_follows_use_tz_as_timezone_now_does(settings):
     assert clock.now().tzinfo is None and django_timezone.now().tzinfo is None
 
 
-def test_a_batch_prepares_each_sessions_key_once_and_as_the_orm_does(db, monkeypatch):
+def test_a_batch_prepares_each_sessions_key_once_and_as_the_orm_does(db, user, monkeypatch):
+    from dag.models import Session
+    from dag.recording.write_path.write_transaction import WriteTransaction
+
     prepared = []
     orm = sql._NODE_PREPARERS[sql._SESSION_AT]
 
@@ -110,11 +113,15 @@ def test_a_batch_prepares_each_sessions_key_once_and_as_the_orm_does(db, monkeyp
 
     monkeypatch.setattr(sql, "_NODE_PREPARERS", (*sql._NODE_PREPARERS[:sql._SESSION_AT], counted,
                                                  *sql._NODE_PREPARERS[sql._SESSION_AT + 1:]))
-    first, second = "8c4bd3a0-8f2e-4a41-9a53-5fd0c5a2f3b1", "0b7e1bd6-65f4-4f0e-8f3d-3a3c1f0f5d20"
-    session = dict(sql._batch_preparing())[sql._SESSION_AT]
-    keys = [session(value, connection) for value in (first, second, first, first, second)]
+    first, second = (str(Session.objects.create(owner=user, function="f").pk) for _ in range(2))
+    order = [first, second, first, first, second]
+    with WriteTransaction() as tx:
+        ids = sql.reserve_node_ids(tx, len(order))
+        sql.insert_nodes(tx, [sql.new_node(id=pk, session_id=key, seq=seq, kind="code", name="step")
+                              for seq, (pk, key) in enumerate(zip(ids, order))])
     assert prepared == [first, second]
-    assert keys == [_django_prepared("session", value) for value in (first, second, first, first, second)]
+    assert [str(key) for key in Node.objects.filter(pk__in=ids).order_by("seq").values_list("session_id", flat=True)
+            ] == order
 
 
 @pytest.mark.parametrize("output, usage", [(17, None), (None, {"input_tokens": 3, "output_tokens": 4})])
@@ -127,5 +134,17 @@ def test_a_node_row_is_prepared_as_the_orm_prepares_each_field(db, output, usage
     orm = [field.get_db_prep_save(getattr(node, field.attname), connection) for field in sql._NODE_FIELDS]
 
     def comparable(value):  # psycopg's Jsonb wrapper (PostgreSQL) compares by what it holds
+        return ("json", value.obj) if hasattr(value, "obj") else value
+    assert [comparable(value) for value in fast] == [comparable(value) for value in orm]
+
+
+def test_a_backfill_is_prepared_as_the_orm_prepares_each_field(db):
+    moment = datetime(2026, 12, 2, 8, 0, 5, tzinfo=timezone.utc)
+    values = {"status": "completed", "output": {"n": [1, 2]}, "usage": None, "error": "", "finished_at": moment}
+    _, preparing = sql._update_sql(connection.vendor, tuple(values))
+    fast = sql._prepare(values.values(), preparing, connection)
+    orm = [Node._meta.get_field(name).get_db_prep_save(value, connection) for name, value in values.items()]
+
+    def comparable(value):
         return ("json", value.obj) if hasattr(value, "obj") else value
     assert [comparable(value) for value in fast] == [comparable(value) for value in orm]
