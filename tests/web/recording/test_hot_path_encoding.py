@@ -62,6 +62,11 @@ def test_json_safe_cleans_text_keys_and_values_and_leaves_int_subclasses_to_the_
     assert converted == {"count": 3} and type(converted["count"]) is int
 
 
+def _comparable(value):
+    """A prepared value as it can be compared: psycopg's Jsonb wrapper (PostgreSQL) by what it holds."""
+    return ("json", value.obj) if hasattr(value, "obj") else value
+
+
 def _django_prepared(field_name: str, value):
     return Node._meta.get_field(field_name).get_db_prep_save(value, connection)
 
@@ -132,10 +137,7 @@ def test_a_node_row_is_prepared_as_the_orm_prepares_each_field(db, output, usage
                         started_at=moment, finished_at=moment, rev=9)
     fast = sql._prepare(sql._node_values(node), sql._NODE_PREPARING, connection)
     orm = [field.get_db_prep_save(getattr(node, field.attname), connection) for field in sql._NODE_FIELDS]
-
-    def comparable(value):  # psycopg's Jsonb wrapper (PostgreSQL) compares by what it holds
-        return ("json", value.obj) if hasattr(value, "obj") else value
-    assert [comparable(value) for value in fast] == [comparable(value) for value in orm]
+    assert [_comparable(value) for value in fast] == [_comparable(value) for value in orm]
 
 
 def test_a_backfill_is_prepared_as_the_orm_prepares_each_field(db):
@@ -144,7 +146,4 @@ def test_a_backfill_is_prepared_as_the_orm_prepares_each_field(db):
     _, preparing = sql._update_sql(connection.vendor, tuple(values))
     fast = sql._prepare(values.values(), preparing, connection)
     orm = [Node._meta.get_field(name).get_db_prep_save(value, connection) for name, value in values.items()]
-
-    def comparable(value):
-        return ("json", value.obj) if hasattr(value, "obj") else value
-    assert [comparable(value) for value in fast] == [comparable(value) for value in orm]
+    assert [_comparable(value) for value in fast] == [_comparable(value) for value in orm]
