@@ -38,7 +38,7 @@ def postgres_seconds() -> Optional[float]:
     backends used (counted in the postmaster as reaped children). None without /proc."""
     if not PROC.is_dir():
         return None
-    total = 0
+    total, seen = 0, False
     for entry in PROC.iterdir():
         if not entry.name.isdigit():
             continue
@@ -48,8 +48,8 @@ def postgres_seconds() -> Optional[float]:
             own, reaped = _ticks((entry / "stat").read_text())
         except (OSError, ValueError, IndexError):
             continue  # ended while read
-        total += own + reaped
-    return total * _tick_seconds()
+        total, seen = total + own + reaped, True
+    return total * _tick_seconds() if seen else None  # none visible (another namespace): unknown, not 0
 
 
 def per_call_us(seconds: Optional[float], calls: int) -> Optional[float]:
@@ -59,17 +59,23 @@ def per_call_us(seconds: Optional[float], calls: int) -> Optional[float]:
 class CpuWatch:
     """CPU per call from its start to `per_call`: this process (the client, or the driver), the
     `server` process if given, and PostgreSQL's processes if `database` (SQLite's work is the
-    driver's own, in its process)."""
+    driver's own, in its process); and `cores`, how many cores that kept busy meanwhile. /proc counts
+    in ticks (10 ms): watch a second or more of work."""
 
     def __init__(self, *, server: Optional[int] = None, database: bool = False):
         self.server, self.database = server, database
+        self._wall = time.perf_counter()
         self._client = time.process_time()
         self._server = process_seconds(server) if server else None
         self._database = postgres_seconds() if database else None
 
     def per_call(self, calls: int) -> dict:
+        wall = time.perf_counter() - self._wall
+
         def spent(before, now):
             return None if before is None or now is None else per_call_us(now - before, calls)
-        return {"client_us": per_call_us(time.process_time() - self._client, calls),
-                "server_us": spent(self._server, process_seconds(self.server)) if self.server else None,
-                "database_us": spent(self._database, postgres_seconds()) if self.database else None}
+        figures = {"client_us": per_call_us(time.process_time() - self._client, calls),
+                   "server_us": spent(self._server, process_seconds(self.server)) if self.server else None,
+                   "database_us": spent(self._database, postgres_seconds()) if self.database else None}
+        busy = sum(value for value in figures.values() if value is not None) * calls / 1e6
+        return {**figures, "cores": busy / wall if wall > 0 else None}

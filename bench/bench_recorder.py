@@ -74,13 +74,12 @@ def measure(database_url: str, var_dir: str) -> dict:
     call_command("migrate", verbosity=0)
     owner = get_user_model().objects.create_user(f"bench-{uuid.uuid4().hex[:8]}", password="bench-password-1")
     from dag.recording.write_path import group_commit
-    raw, raw_cpu = raw_driver_rate(owner, CALLS)
-    figures = {"batch_rows": group_commit.GroupWriter().batch_rows, "raw": raw, "raw_cpu": raw_cpu,
+    figures = {"batch_rows": group_commit.GroupWriter().batch_rows,
                "no_database": no_database_rate(owner, CALLS),
                "write_path": write_path_rate(owner, CALLS, 1),
-               "write_path_sessions": write_path_rate(owner, CALLS, SESSIONS),
-               "bulk_create": bulk_create_rate(owner, CALLS),
-               "render_ms": render_ms(owner)}
+               "write_path_sessions": write_path_rate(owner, CALLS, SESSIONS)}
+    figures["raw"], figures["raw_cpu"] = raw_driver_rate(owner, CALLS)
+    figures.update(bulk_create=bulk_create_rate(owner, CALLS), render_ms=render_ms(owner))
     figures["app"] = through_app(database_url, var_dir, owner, AuthToken.objects.create(user=owner)[1])
     return figures
 
@@ -170,8 +169,9 @@ def _row(session_id, seq: int, now) -> dict:
             "started_at": now, "finished_at": now, "rev": seq + 1}
 
 
-def raw_driver_rate(owner, calls: int) -> float:
-    """The same rows through the database driver alone: executemany, one transaction per FLOOR_BATCH."""
+def raw_driver_rate(owner, calls: int) -> tuple[dict, dict]:
+    """The same rows through the database driver alone, one transaction per FLOOR_BATCH: calls/s by way
+    of writing them (executemany; COPY on PostgreSQL), and their CPU per row over the timed rounds."""
     from django.db import connection
     from django.utils import timezone
 
@@ -198,10 +198,9 @@ def raw_driver_rate(owner, calls: int) -> float:
 
     copy = f"COPY dag_node ({', '.join(columns)}) FROM STDIN"
 
-    def one_round(by_copy: bool) -> tuple[float, dict]:
+    def one_round(by_copy: bool) -> float:
         session = write_path.queue_session(owner, function="bench-raw")
         session_key, now = key(session.pk), timezone.now()
-        cpu = _cpu.CpuWatch(database=vendor == "postgresql")
         started = time.perf_counter()
         # Turning the values into what the driver takes (JSON text, timestamps) is part of writing the
         # rows, so it is timed: any writer of these rows has to do it.
@@ -218,15 +217,16 @@ def raw_driver_rate(owner, calls: int) -> float:
             else:
                 cursor.executemany(sql, rows[start:start + FLOOR_BATCH])
             cursor.execute("COMMIT")
-        return time.perf_counter() - started, cpu.per_call(calls)
+        return time.perf_counter() - started
 
     # PostgreSQL's fastest driver path for rows is COPY; SQLite's executemany.
     ways = {"executemany": False, **({"COPY": True} if vendor == "postgresql" else {})}
     rates, cpu = {}, {}
     for name, by_copy in ways.items():
         one_round(by_copy)
-        elapsed, cpu[name] = min((one_round(by_copy) for _ in range(ROUNDS)), key=lambda best: best[0])
-        rates[name] = calls / elapsed
+        watch = _cpu.CpuWatch(database=vendor == "postgresql")  # over every timed round: /proc counts ticks
+        rates[name] = best_rate(calls, [one_round(by_copy) for _ in range(ROUNDS)])
+        cpu[name] = watch.per_call(calls * ROUNDS)
     db.close()
     return rates, cpu
 
@@ -383,22 +383,21 @@ def report(name: str, figures: dict) -> None:
 
 def cpu_line(app: dict, way: str, floor: dict) -> str:
     """Where the CPU of a recorded call went in the app, and of a row in the raw floor written `way`;
-    with how many of the machine's cores the app kept busy (a rate bound by one process's GIL keeps
-    one, whatever the others do)."""
+    with how many of the machine's cores the app kept busy meanwhile (a rate bound by one process's
+    GIL keeps about one, whatever the others do)."""
     def us(value) -> str:
         return "?" if value is None else f"{value:,.0f}"
 
-    def total(cpu: dict) -> float:
-        return sum(value for value in cpu.values() if value is not None)
-
     cpu = app["cpu"]
-    busy = total(cpu) * app["calls_per_s"] / 1e6
+    total = None if cpu["server_us"] is None else sum(v for k, v in cpu.items() if k.endswith("_us") and v)
     database = (f" + database {us(cpu['database_us'])}" if cpu["database_us"] is not None
                 else " (SQLite's work in it)")
+    floor_total = floor["client_us"] + (floor["database_us"] or 0)
     floor_database = f" + database {us(floor['database_us'])}" if floor["database_us"] is not None else ""
+    busy = "?" if total is None else f"{cpu['cores']:.1f}"
     return (f"CPU per call, in us: the app: server process {us(cpu['server_us'])}{database} + client "
-            f"{us(cpu['client_us'])} = {us(total(cpu))}, {busy:.1f} of {os.cpu_count()} cores busy; the raw floor "
-            f"({way}), a row: driver {us(floor['client_us'])}{floor_database} = {us(total(floor))}")
+            f"{us(cpu['client_us'])} = {us(total)}, {busy} of {os.cpu_count()} cores busy; the raw floor "
+            f"({way}), a row: driver {us(floor['client_us'])}{floor_database} = {us(floor_total)}")
 
 
 def main() -> None:
