@@ -59,7 +59,8 @@ def per_call_us(seconds: Optional[float], calls: int) -> Optional[float]:
 class CpuWatch:
     """CPU per call from its start to `per_call`: this process (the client, or the driver), the
     `server` process if given, and PostgreSQL's processes if `database` (SQLite's work is the
-    driver's own, in its process); and `cores`, how many cores that kept busy meanwhile. /proc counts
+    driver's own, in its process); their `total_us`, and `cores`, how many cores that kept busy
+    meanwhile. /proc counts
     in ticks (10 ms): watch a second or more of work."""
 
     def __init__(self, *, server: Optional[int] = None, database: bool = False):
@@ -77,5 +78,8 @@ class CpuWatch:
         figures = {"client_us": per_call_us(time.process_time() - self._client, calls),
                    "server_us": spent(self._server, process_seconds(self.server)) if self.server else None,
                    "database_us": spent(self._database, postgres_seconds()) if self.database else None}
-        busy = sum(value for value in figures.values() if value is not None) * calls / 1e6
-        return {**figures, "cores": busy / wall if wall > 0 else None}
+        watched = [figures["client_us"], *([figures["server_us"]] if self.server else []),
+                   *([figures["database_us"]] if self.database else [])]
+        total = None if None in watched else sum(watched)  # a figure watched but unread: unknown
+        cores = None if total is None or wall <= 0 else total * calls / 1e6 / wall
+        return {**figures, "total_us": total, "cores": cores}

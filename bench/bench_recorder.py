@@ -389,15 +389,13 @@ def cpu_line(app: dict, way: str, floor: dict) -> str:
         return "?" if value is None else f"{value:,.0f}"
 
     cpu = app["cpu"]
-    total = None if cpu["server_us"] is None else sum(v for k, v in cpu.items() if k.endswith("_us") and v)
     database = (f" + database {us(cpu['database_us'])}" if cpu["database_us"] is not None
                 else " (SQLite's work in it)")
-    floor_total = floor["client_us"] + (floor["database_us"] or 0)
     floor_database = f" + database {us(floor['database_us'])}" if floor["database_us"] is not None else ""
-    busy = "?" if total is None else f"{cpu['cores']:.1f}"
+    busy = "?" if cpu["cores"] is None else f"{cpu['cores']:.1f}"
     return (f"CPU per call, in us: the app: server process {us(cpu['server_us'])}{database} + client "
-            f"{us(cpu['client_us'])} = {us(total)}, {busy} of {os.cpu_count()} cores busy; the raw floor "
-            f"({way}), a row: driver {us(floor['client_us'])}{floor_database} = {us(floor_total)}")
+            f"{us(cpu['client_us'])} = {us(cpu['total_us'])}, {busy} of {os.cpu_count()} cores busy; the raw "
+            f"floor ({way}), a row: driver {us(floor['client_us'])}{floor_database} = {us(floor['total_us'])}")
 
 
 def main() -> None:
