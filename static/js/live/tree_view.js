@@ -12,7 +12,7 @@ export class TreeView {
    * @param {HTMLElement} scroller  the scrolling box
    * @param {HTMLElement} canvas  its child, sized to all rows
    * @param {TreeModel} model
-   * @param {object} options  {ceiling, onSelect(id), onUserScroll()}
+   * @param {object} options  {ceiling, onSelect(id), onUserScroll(): the user scrolled, stepped or pressed a row}
    */
   constructor(scroller, canvas, model, options) {
     this.scroller = scroller;
@@ -27,9 +27,11 @@ export class TreeView {
     for (const type of ["wheel", "touchmove"]) {
       scroller.addEventListener(type, () => options.onUserScroll(), {passive: true});
     }
-    // A press on the scroll bar itself (the target is the scroller, not a row) is a scroll too.
+    // A press on the scroll bar itself (the target is the scroller, not a row) is a scroll too. A press
+    // on a row stops following before its release: rows scrolling under the pointer in between (a fast
+    // run, followed) would make the click land on the canvas, on no row, and be lost.
     scroller.addEventListener("pointerdown", (event) => {
-      if (event.target === scroller) options.onUserScroll();
+      if (event.target === scroller || event.target.closest(".row")) options.onUserScroll();
     });
   }
 
