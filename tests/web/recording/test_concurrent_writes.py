@@ -138,3 +138,26 @@ def test_closing_open_nodes_while_threads_write_never_reopens_a_closed_node(publ
     assert sorted(revs) == list(range(1, len(revs) + 1))
     assert Session.objects.get(pk=session.pk).rev == len(revs)
     assert list(nodes.order_by("seq").values_list("seq", flat=True)) == list(range(nodes.count()))
+
+
+def test_reserved_node_ids_are_never_given_twice_to_reserving_threads_or_the_orm():
+    from dag.recording.write_path import sql
+    from dag.recording.write_path.write_transaction import WriteTransaction
+
+    session = new_session()
+    blocks = [[] for _ in range(THREADS)]
+
+    def work(index):
+        for _ in range(ROUNDS):
+            with WriteTransaction() as tx:
+                blocks[index].append(sql.reserve_node_ids(tx, 7))
+            # An ordinary insert between reservations takes its id from the same sequence.
+            Node.objects.create(session=session, seq=1000 * index + len(blocks[index]), kind="code", name="orm")
+
+    _in_threads(work)
+    reserved = [pk for mine in blocks for block in mine for pk in block]
+    assert all(len(block) == 7 and block == sorted(block) for mine in blocks for block in mine)
+    assert all(later[0] > earlier[-1] for mine in blocks for earlier, later in zip(mine, mine[1:]))
+    by_orm = list(Node.objects.filter(session=session).values_list("pk", flat=True))
+    assert len(by_orm) == THREADS * ROUNDS
+    assert len(set(reserved) | set(by_orm)) == len(reserved) + len(by_orm)
