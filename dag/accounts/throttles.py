@@ -1,9 +1,10 @@
-"""One throttle in front of every password check: the login page and `POST /api/token/` share it.
+"""One throttle in front of every password check: the login page, the admin's login (`admin_site`), the
+password change and `POST /api/token/` share it.
 
 Each check costs the server a PBKDF2 hash (about half a second of CPU), so the count is of requests per
-client address, right or wrong, through either door: `OPENPROGRAM_LOGIN_RATE` (e.g. "10/min"; "off"
+client address, right or wrong, through any of these doors: `OPENPROGRAM_LOGIN_RATE` (e.g. "10/min"; "off"
 for none). It is DRF's throttle machinery, on the "throttles" cache that every server process shares
-(Redis with REDIS_URL, else files under var/; see settings.CACHES); the page reuses it through `login_wait`.
+(Redis with REDIS_URL, else files under var/; see settings.CACHES); the pages reuse it through `login_wait`.
 """
 from __future__ import annotations
 

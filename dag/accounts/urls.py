@@ -1,4 +1,4 @@
-"""Account pages under /accounts/: log in (throttled), log out, change the password, API tokens.
+"""Account pages under /accounts/: log in and change the password (both throttled), log out, API tokens.
 
 No password reset: this server sends no mail, so a reset link could reach nobody (and an anonymous form
 that tries SMTP is a liability). An administrator sets a forgotten password (`manage.py changepassword`).
@@ -11,7 +11,7 @@ from . import views
 urlpatterns = [
     path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("password_change/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("password_change/", views.PasswordChangeView.as_view(), name="password_change"),
     path("password_change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("token/", views.api_tokens, name="api-tokens"),
 ]

@@ -1,4 +1,4 @@
-"""The login page, behind the password-attempt throttle, and the API token page."""
+"""The login and password-change pages, behind the password-attempt throttle, and the API token page."""
 from __future__ import annotations
 
 from django.contrib import messages
@@ -13,18 +13,32 @@ from . import tokens
 from .throttles import login_wait
 
 
-class LoginView(auth_views.LoginView):
-    """Django's login page; a POST over `OPENPROGRAM_LOGIN_RATE` is a 429 with Retry-After, and the page
-    says when to try again, without checking the password."""
+class ThrottledPost:
+    """A password-checking form view whose POST over `OPENPROGRAM_LOGIN_RATE` is a 429 with Retry-After:
+    the page says when to try again, and no password is checked."""
 
     def post(self, request, *args, **kwargs):
         wait = login_wait(request)
         if wait is None:
             return super().post(request, *args, **kwargs)
-        form = self.get_form_class()(request)  # unbound: no password is checked
+        form = self.unbound_form()
         response = self.render_to_response(self.get_context_data(form=form, retry_after=wait), status=429)
         response["Retry-After"] = str(wait)
         return response
+
+
+class LoginView(ThrottledPost, auth_views.LoginView):
+    """Django's login page, throttled."""
+
+    def unbound_form(self):
+        return self.get_form_class()(self.request)
+
+
+class PasswordChangeView(ThrottledPost, auth_views.PasswordChangeView):
+    """Django's password change, throttled: it checks the old password, as a login does."""
+
+    def unbound_form(self):
+        return self.get_form_class()(self.request.user)
 
 
 @login_required

@@ -123,3 +123,32 @@ def test_forgetting_the_attempts_leaves_another_prefixes_counts_alone():
         other.delete("attempts")  # never `clear()`: on Redis it would empty the whole database
         if other_settings["BACKEND"].endswith("FileBasedCache"):
             shutil.rmtree(other_settings["LOCATION"], ignore_errors=True)
+
+
+def test_the_admin_login_shares_the_count(admin_user, clock):
+    client = Client()
+    wrong = {"username": admin_user.username, "password": "wrong", "next": "/admin/"}
+    Client().post("/accounts/login/", WRONG)
+    for _ in range(2):
+        assert client.post("/admin/login/", wrong).status_code == 200
+    refused = client.post("/admin/login/", {**wrong, "password": "password"})  # pytest-django's admin_user
+    assert refused.status_code == 429 and int(refused["Retry-After"]) == 60
+    assert b"Too many login attempts" in refused.content
+    assert client.get("/admin/").status_code == 302  # not logged in
+
+    clock[0] += 61
+    assert client.post("/admin/login/", {**wrong, "password": "password"}).status_code == 302
+    assert client.get("/admin/").status_code == 200
+
+
+def test_a_password_change_is_throttled_as_it_checks_the_old_password(user, clock):
+    client = Client()
+    client.force_login(user)
+    change = {"old_password": "wrong", "new_password1": "a-new-password-9", "new_password2": "a-new-password-9"}
+    for _ in range(3):
+        assert client.post("/accounts/password_change/", change).status_code == 200
+    refused = client.post("/accounts/password_change/", {**change, "old_password": RIGHT["password"]})
+    assert refused.status_code == 429 and int(refused["Retry-After"]) == 60
+    assert b"Too many password attempts" in refused.content
+    user.refresh_from_db()
+    assert user.check_password(RIGHT["password"])  # unchanged
