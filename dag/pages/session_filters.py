@@ -64,10 +64,12 @@ class SessionFilters:
             sessions = sessions.filter(function=self.function)
         if by_status and self.status:
             sessions = sessions.filter(status=self.status)
-        if self.date_from:
-            sessions = sessions.filter(created_at__gte=_start_of(self.date_from))
-        if self.date_to:
-            sessions = sessions.filter(created_at__lt=_start_of(self.date_to + datetime.timedelta(days=1)))
+        start = _start_of(self.date_from) if self.date_from else None
+        if start is not None:
+            sessions = sessions.filter(created_at__gte=start)
+        end = _start_of(self.date_to, days_after=1) if self.date_to else None
+        if end is not None:
+            sessions = sessions.filter(created_at__lt=end)
         if self.search:
             matches = Q()
             for form in search_forms(self.search):
@@ -93,5 +95,12 @@ def _date(params, name: str) -> datetime.date | None:
         raise BadFilter(f"{name} must be a date as YYYY-MM-DD; got {text!r}") from None
 
 
-def _start_of(day: datetime.date) -> datetime.datetime:
-    return timezone.make_aware(datetime.datetime.combine(day, datetime.time.min))
+def _start_of(day: datetime.date, days_after: int = 0) -> datetime.datetime | None:
+    """The start of `day` (plus `days_after` days) in the server's zone, as UTC; None where that is past
+    either end of the calendar (the day after 9999-12-31; 0001-01-01 east of UTC): such a bound
+    leaves out no session, so there is none to apply."""
+    try:
+        moment = datetime.datetime.combine(day + datetime.timedelta(days=days_after), datetime.time.min)
+        return timezone.make_aware(moment).astimezone(datetime.timezone.utc)
+    except OverflowError:
+        return None

@@ -104,6 +104,16 @@ def test_date_filters_include_both_ends_in_the_servers_time_zone(logged_in, user
     assert listed_ids(logged_in.get("/sessions/?to=2025-03-09")) == [str(before.id)]
 
 
+@pytest.mark.parametrize("time_zone", ["UTC", "Asia/Tokyo", "America/Los_Angeles"])
+def test_dates_at_either_end_of_the_calendar_bound_nothing(logged_in, user, settings, time_zone):
+    settings.TIME_ZONE = time_zone
+    session = make(user)
+    for query in ("to=9999-12-31", "from=0001-01-01", "from=0001-01-01&to=9999-12-31", "from=9999-12-31"):
+        response = logged_in.get(f"/sessions/?{query}")
+        assert response.status_code == 200, query
+        assert listed_ids(response) == ([] if query == "from=9999-12-31" else [str(session.id)]), query
+
+
 @pytest.mark.parametrize("query, named", [
     ("status=sleeping", "'sleeping'"), ("from=yesterday", "from must be a date"),
     ("to=2025-13-01", "to must be a date"), ("from=2025-03-02&to=2025-03-01", "is before from"),
