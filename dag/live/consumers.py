@@ -13,7 +13,8 @@ Protocol (server -> client, JSON):
   snapshot's, its `now` lets a browser time a running call by the clock its start was stamped by, not
   its own, which may be off by minutes or hours.
 Close codes: 4400 a bad session id or query parameter, 4404 not logged in, not the owner, or no such
-session (one code, so the stream does not reveal which sessions exist); 4404 too for a path that is no
+session (one code, so the stream does not reveal which sessions exist), checked on connect and again at
+every heartbeat: a logout, a password change or a new owner ends the stream; 4404 too for a path that is no
 stream (`NoSuchStreamConsumer`); 4503 (try again later) when the channel layer (Redis) cannot be reached:
 the client reconnects and resyncs by revision, as after any drop (see dag.live.layer_outage).
 
@@ -44,6 +45,7 @@ from ..runs.leases import worker_id
 from . import broadcast
 from .frames import encoded_live_frames, snapshot_frames
 from .layer_outage import ClosesOnLayerOutage
+from .login_check import login_still_holds
 from .node_rows import node_dicts
 
 log = logging.getLogger(__name__)
@@ -106,8 +108,10 @@ def owned_session_exists(user, session_id: uuid.UUID) -> bool:
     return Session.objects.filter(pk=session_id, owner=user).exists()
 
 
-def current_rev(session_id: uuid.UUID) -> int | None:
-    return Session.objects.filter(pk=session_id).values_list("rev", flat=True).first()
+def owned_rev(session_id: uuid.UUID, owner_id) -> int | None:
+    """The session's revision, None if it is gone or no longer owned by `owner_id` (an admin may change
+    a session's owner)."""
+    return Session.objects.filter(pk=session_id, owner_id=owner_id).values_list("rev", flat=True).first()
 
 
 def run_state(session_id: uuid.UUID) -> tuple[int, str, str] | None:
@@ -125,6 +129,10 @@ class SessionConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
     session_id: uuid.UUID | None = None
     group: str | None = None
     rev: int | None = None  # the highest revision this client has been sent, contiguously
+    user = None  # who opened the stream, checked again at every heartbeat
+    # Set once a heartbeat finds the viewer may no longer see the session: the close takes effect only
+    # when the client answers it, and nothing more is sent meanwhile.
+    refused = False
     _heartbeat_task = _follow_task = None
 
     async def connect(self):
@@ -144,6 +152,7 @@ class SessionConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
                 owned_session_exists)(user, session_id):
             await self.close(code=CLOSE_NOT_FOUND, reason="no such session")
             return
+        self.user = user
         self.session_id = session_id
         self.group = broadcast.group_name(session_id)
         # Join first, then read: a change committed in between is in both, and the rev check drops it.
@@ -182,7 +191,7 @@ class SessionConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
         """Changes published by the broadcaster (encoded, each with its rev: see dag.live.broadcast):
         forward the new ones, in rev order, without gaps."""
         async with self._lock:
-            if self.rev is None:
+            if self.rev is None or self.refused:
                 return
             revs, fresh, gap = [], [], False
             for rev, encoded in sorted(zip(event["revs"], event["items"]), key=lambda pair: pair[0]):
@@ -200,12 +209,15 @@ class SessionConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
                 await self._send_changes(self.rev)
 
     async def _send_changes(self, since_rev: int | None) -> bool:
-        """Send the database's changes after `since_rev` as a snapshot; False if the session is gone.
+        """Send the database's changes after `since_rev` as a snapshot; False if the session is gone (or
+        the stream was refused).
 
         The session row is read first: every change up to its rev was committed with that rev bump,
         so the node reads that follow reflect at least all of them (later rows may be included too;
         clients keep the newest state of a node by its rev).
         """
+        if self.refused:
+            return False
         session = await database_sync_to_async(read_session)(self.session_id)
         if session is None:
             await self.close(code=CLOSE_NOT_FOUND, reason="no such session")
@@ -227,7 +239,9 @@ class SessionConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
             after_seq, head = nodes[-1]["seq"], None
 
     async def _beat(self):
-        """Heartbeat; also the repair of a lost last message, which no later message would reveal."""
+        """Heartbeat; also the repair of a lost last message, which no later message would reveal, and
+        the check that the stream may go on: connect() alone would let a page left open stream on after
+        its user logged out or an admin gave the session to someone else."""
         interval = conf.WS_HEARTBEAT_S
         # A change committed just now may still be on its way through the layer; only one that the
         # previous beat already saw in the database and that has not arrived since counts as lost.
@@ -236,11 +250,13 @@ class SessionConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
             while True:
                 await asyncio.sleep(interval)
                 async with self._lock:
-                    if self.rev < seen_at_last_beat and not await self._send_changes(self.rev):
-                        return
-                    latest = await database_sync_to_async(current_rev)(self.session_id)
+                    # Checked first: nothing more is sent to a viewer who may no longer see the session.
+                    latest = await self._rev_if_still_allowed()
                     if latest is None:
+                        self.refused = True
                         await self.close(code=CLOSE_NOT_FOUND, reason="no such session")
+                        return
+                    if self.rev < seen_at_last_beat and not await self._send_changes(self.rev):
                         return
                     seen_at_last_beat = latest
                     await self.send_json({"type": "heartbeat", "rev": self.rev, "now": server_now()})
@@ -248,6 +264,15 @@ class SessionConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
             raise
         except Exception:
             log.exception("heartbeat of session %s stopped", self.session_id)
+            # Closed rather than left open unchecked: the page reconnects, and connect() checks again.
+            await self.close(code=1000, reason="heartbeat failed; reconnect")
+
+    async def _rev_if_still_allowed(self) -> int | None:
+        """The session's revision while its viewer is still logged in as its owner, else None."""
+        latest = await database_sync_to_async(owned_rev)(self.session_id, self.user.pk)
+        if latest is None or not await login_still_holds(self.scope, self.user):
+            return None
+        return latest
 
     async def _follow_other_process(self):
         """In-memory layer only: read the changes of a run in another process from the database."""

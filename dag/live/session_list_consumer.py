@@ -10,8 +10,10 @@ Protocol (JSON):
   one per session every `OPENPROGRAM_LIST_UPDATE_S` seconds, and always its end (`session_list_notify`).
   A row is `{"id", "status", "phase", "created_at", "html"}`, its HTML the page's own row template; status
   and phase repeat what the HTML shows, as data for the page's script (`ListRow.as_message`).
-Close codes: 4401 not logged in, 4400 a message that is not JSON, 4503 (try again later) when the channel
-layer (Redis) cannot be reached: the page reconnects and resyncs with its watch (dag.live.layer_outage).
+Close codes: 4401 not logged in, on connect or, checked every `OPENPROGRAM_WS_HEARTBEAT_S` seconds, no longer
+(logged out, the password changed); 4400 a message that is not JSON (or nested too deeply to read); 4503 (try
+again later) when the channel layer (Redis) cannot be reached: the page reconnects and resyncs with its
+watch (dag.live.layer_outage).
 
 Only the user's own sessions ever reach the socket: it joins only its user's group, and every row is
 read with the user as owner (a watched id of someone else's session is ignored).
@@ -20,16 +22,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import uuid
-from datetime import datetime
+from datetime import datetime, timezone
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from ..conf import conf
 from . import broadcast
 from .layer_outage import ClosesOnLayerOutage
 from .list_rows import MAX_WATCHED, owned_row_message, owned_row_messages
+from .login_check import login_still_holds
 from .session_list_notify import owner_group
+
+log = logging.getLogger(__name__)
 
 CLOSE_BAD_REQUEST = 4400
 CLOSE_NOT_LOGGED_IN = 4401
@@ -44,19 +51,26 @@ def parse_watch(content) -> tuple[list[uuid.UUID], datetime | None]:
             ids.append(uuid.UUID(str(value)))
         except ValueError:
             continue
-    newer_than = content.get("newer_than") if isinstance(content, dict) else None
+    return ids, parse_newer_than(content.get("newer_than") if isinstance(content, dict) else None)
+
+
+def parse_newer_than(value) -> datetime | None:
+    """A watch's `newer_than` in UTC; None for anything the page would not send: no ISO text, a naive time
+    (the page sends the server's own aware timestamps), or one UTC cannot hold (year 1 at +05:00)."""
+    if not isinstance(value, str):
+        return None
     try:
-        newer_than = datetime.fromisoformat(newer_than) if isinstance(newer_than, str) else None
-    except ValueError:
-        newer_than = None
-    if newer_than is not None and newer_than.tzinfo is None:
-        newer_than = None  # the page sends the server's own aware timestamps; a naive one is not from it
-    return ids, newer_than
+        moment = datetime.fromisoformat(value)
+        # Converted here, where an overflow is a bad value, not later inside the row query.
+        return moment.astimezone(timezone.utc) if moment.tzinfo is not None else None
+    except (ValueError, OverflowError):
+        return None
 
 
 class SessionListConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
     layer_use = "a session list's layer call"
     group: str | None = None
+    _login_task = None
 
     async def connect(self):
         broadcast.bind_loop(asyncio.get_running_loop())
@@ -67,17 +81,46 @@ class SessionListConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
             return
         self.group = owner_group(self.user.pk)
         await self.join_group(self.group)
+        self._login_task = asyncio.create_task(self._close_once_logged_out())
 
     async def disconnect(self, code):
+        self.stop_tasks()
         if self.group is not None:
             await self.leave_group(self.group)
+
+    def stop_tasks(self) -> None:
+        if self._login_task is not None:
+            self._login_task.cancel()
+
+    async def _close_once_logged_out(self):
+        """Ask at every heartbeat interval whether the socket's login still holds: a list left open would
+        otherwise go on showing its user's runs after a logout or a password change."""
+        try:
+            while True:
+                await asyncio.sleep(conf.WS_HEARTBEAT_S)
+                if not await login_still_holds(self.scope, self.user):
+                    await self._stop_listening()
+                    await self.close(code=CLOSE_NOT_LOGGED_IN, reason="logged out")
+                    return
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("checking the login of a session list failed")
+            # Closed rather than left open unchecked: the page reconnects, and connect() checks again.
+            await self.close(code=1000, reason="login check failed; reconnect")
+
+    async def _stop_listening(self) -> None:
+        """Hear no more of the user's sessions and answer no more watches: the close takes effect only
+        when the client answers it."""
+        group, self.group = self.group, None
+        await self.leave_group(group)
 
     async def receive(self, text_data=None, bytes_data=None):
         if self.group is None:
             return
         try:
             content = json.loads(text_data or "")
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
             await self.close(code=CLOSE_BAD_REQUEST, reason="messages are JSON")
             return
         if isinstance(content, dict) and content.get("type") == "watch":
@@ -87,6 +130,8 @@ class SessionListConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
 
     async def list_changed(self, event):
         """One of the user's sessions changed: send its row as the database has it now."""
+        if self.group is None:
+            return  # a message already on its way when the socket stopped listening
         row = await database_sync_to_async(owned_row_message)(self.user, event.get("session"))
         if row is not None:
             await self.send_json({"type": "row", "row": row})
