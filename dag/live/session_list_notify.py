@@ -7,7 +7,10 @@ channel layer group (`owner_group`), which every `SessionListConsumer` of that u
 carries no row: each consumer reads the row from the database when the message arrives, so the row a
 browser gets is the newest one and only its owner's lists ever hear of it.
 
-The owner of a session never changes, so it is looked up once per session and kept (bounded).
+A session's owner is looked up once per session and kept (bounded): only an administrator changes it,
+and that change (`write_path.update_session` with an owner) makes the notifier forget it
+(`forget_owner`) as it commits, before its own publication, so from then on the new owner's lists hear
+of the session and the old owner's do not.
 """
 from __future__ import annotations
 
@@ -107,6 +110,11 @@ class ListNotifier:
             if owner is not None:
                 self._remember(session_id, owner)
         return owner
+
+    def forget_owner(self, session_id: str) -> None:
+        """The session's owner has changed: look it up again at the next change."""
+        with self._lock:
+            self._owners.pop(str(session_id), None)
 
     def _remember(self, session_id: str, owner) -> None:
         with self._lock:

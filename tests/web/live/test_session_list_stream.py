@@ -101,6 +101,34 @@ async def test_a_message_that_is_not_json_closes_with_4400(user):
     assert output["type"] == "websocket.close" and output["code"] == 4400
 
 
+@pytest.mark.parametrize("text", ["[" * 100000, '{"a":' * 50000 + "1" + "}" * 50000])
+async def test_json_nested_too_deeply_to_read_closes_with_4400(user, text):
+    comm = await connected(user)
+    await comm.send_to(text_data=text)
+    output = await comm.receive_output(timeout=TIMEOUT)
+    await comm.disconnect()
+    assert output["type"] == "websocket.close" and output["code"] == 4400
+
+
+@pytest.mark.parametrize("newer_than", ["0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00", "not a time"])
+async def test_a_newer_than_utc_cannot_hold_is_ignored_like_any_invalid_one(user, newer_than):
+    await in_thread(queue_session, user, function="wiki_agent", args={"q": 1})
+    comm = await connected(user)
+    await comm.send_json_to({"type": "watch", "ids": [], "newer_than": newer_than})
+    assert await reply(comm) == {"type": "rows", "rows": []}  # no newer runs asked for, as with none
+    await comm.disconnect()
+
+
+def test_newer_than_is_read_as_the_instant_it_names():
+    from datetime import datetime, timezone
+
+    from dag.live.session_list_consumer import parse_watch
+
+    _, newer_than = parse_watch({"ids": [], "newer_than": "2026-01-01T05:00:00+05:00"})
+    assert newer_than == datetime(2026, 1, 1, tzinfo=timezone.utc)
+    assert parse_watch({"ids": [], "newer_than": "2026-01-01T05:00:00"}) == ([], None)  # naive: not the page's
+
+
 async def test_watch_answers_the_own_rows_and_newer_own_runs_only(user, other_user):
     mine = await in_thread(queue_session, user, function="wiki_agent", args={"q": 1})
     theirs = await in_thread(queue_session, other_user, function="wiki_agent", args={"q": 2})
@@ -177,6 +205,25 @@ async def test_a_busy_run_sends_few_row_updates_and_always_its_end(user, setting
     await nothing_more(comm)
     assert rows[-1]["status"] == "completed" and 'data-role="nodes">200</td>' in rows[-1]["html"]
     await comm.disconnect()
+
+
+async def test_after_an_owner_change_the_new_owners_lists_hear_of_the_session_and_the_old_ones_not(
+        user, other_user, settings):
+    from dag.recording.write_path import update_session
+
+    settings.OPENPROGRAM_LIST_UPDATE_S = 0
+    old, new = await connected(user), await connected(other_user)
+    session = await in_thread(queue_session, user, function="slow_count", args={"n": 2})
+    await in_thread(claim_session, session.pk, worker="test:1")
+    await rows_of(old, session.pk, 2)  # the launch and the claim: the owner is known to the notifier now
+    await in_thread(update_session, session.pk, owner=other_user)  # what the admin's change does
+    await in_thread(finish_session, session.pk, "completed")
+    # The change and the end, each read with the socket's own user as owner.
+    assert (await rows_of(new, session.pk, 2))[-1]["status"] == "completed"
+    await nothing_more(old)
+    await nothing_more(new)
+    await old.disconnect()
+    await new.disconnect()
 
 
 async def test_a_launched_run_appears_on_its_owners_list_at_once_while_it_is_queued(user, other_user, settings):
