@@ -1,4 +1,5 @@
-"""The API's JSON parser: DRF's, refusing JSON nested too deep with a 400 that says so.
+"""The API's JSON parser: DRF's, refusing JSON nested too deep with a 400 that says so, and keeping the text
+of a number too large for a float.
 
 Python's JSON decoder raises RecursionError at about 1,000 levels, and data a little less deep still
 overflows the stack in the recursive checks and writes after parsing: a 500 either way. No launch
@@ -6,8 +7,12 @@ argument or login needs more than a few levels, so the whole body is limited to 
 """
 from __future__ import annotations
 
+import codecs
+import math
+
 from rest_framework import parsers
 from rest_framework.exceptions import ParseError
+from rest_framework.utils import json
 
 MAX_DEPTH = 100
 TOO_DEEP = f"JSON parse error - nested deeper than {MAX_DEPTH} levels of objects and arrays; send flatter data"
@@ -25,12 +30,37 @@ def nested_deeper_than(value, limit: int) -> bool:
     return False
 
 
+class OutOfRangeNumber(float):
+    """A JSON number beyond a float's range, e.g. 1e400: infinity, as Python reads it, but written as sent, so
+    the launch checks that refuse it (`dag.runs.launch_values`) quote what the caller wrote, not "inf"."""
+
+    def __new__(cls, literal: str):
+        number = super().__new__(cls, literal)
+        number.literal = literal
+        return number
+
+    def __repr__(self) -> str:
+        return self.literal
+
+    __str__ = __repr__
+
+
+def parse_float(literal: str) -> float:
+    number = float(literal)
+    return number if math.isfinite(number) else OutOfRangeNumber(literal)
+
+
 class JSONParser(parsers.JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
+        # DRF's parse, with parse_float: where Python's json turns 1e400 into infinity.
+        encoding = parsers.get_encoding((parser_context or {}))
         try:
-            data = super().parse(stream, media_type, parser_context)
+            data = json.load(codecs.getreader(encoding)(stream), parse_float=parse_float,
+                             parse_constant=json.strict_constant if self.strict else None)
         except RecursionError:
             raise ParseError(TOO_DEEP) from None
+        except ValueError as exc:
+            raise ParseError(f"JSON parse error - {exc}") from None
         if nested_deeper_than(data, MAX_DEPTH):
             raise ParseError(TOO_DEEP)
         return data

@@ -12,6 +12,7 @@ from rest_framework import serializers
 from ..models import Node, Session
 from ..recording.totals import run_summary, session_totals, totals_for
 from ..runs import launch_budget
+from ..runs.launch_values import holds_non_finite
 
 # The choice sets of the two "status" fields, named in SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"].
 SESSION_STATUSES = Session.Status.values
@@ -34,13 +35,25 @@ class ModelChoiceSerializer(serializers.Serializer):
     description = serializers.CharField()
 
 
+class LaunchJSONField(serializers.JSONField):
+    """A part of a launch request, handed to the launch checks as parsed.
+
+    DRF's JSONField refuses what json.dumps cannot write, "Value must be valid JSON.", without saying
+    where: in parsed JSON that is only a number beyond a float's range (1e400 reads as infinity). The
+    launch checks name the argument or limit holding it and what is allowed.
+    """
+
+    def to_internal_value(self, data):
+        return data if holds_non_finite(data) else super().to_internal_value(data)
+
+
 @extend_schema_field({"type": "object", "additionalProperties": True, "example": {"n": 5, "delay_s": 0}})
-class ArgumentsField(serializers.JSONField):
+class ArgumentsField(LaunchJSONField):
     """A function's arguments by parameter name: documented as an object (a bare JSONField reads "string")."""
 
 
 @extend_schema_field({"type": "string", "nullable": True, "example": "sim:naive"})
-class ModelSpecField(serializers.JSONField):
+class ModelSpecField(LaunchJSONField):
     """A model spec, taken as JSON so that the launch names a wrong type (not DRF's generic message)."""
 
 
@@ -148,22 +161,24 @@ class ExportSerializer(serializers.Serializer):
     nodes = NodeSerializer(many=True)
 
 
+def _budget_limit(name: str) -> serializers.Field:
+    """A launch budget limit as documented: its bounds are the ones `launch_budget` checks."""
+    kind = serializers.IntegerField if name in launch_budget.COUNTS else serializers.FloatField
+    return kind(min_value=launch_budget.MINIMUM[name], max_value=launch_budget.MAXIMUM[name], required=False,
+                help_text=launch_budget.HELP[name])
+
+
 class LaunchBudgetShape(serializers.Serializer):
     """The documented shape of a launch budget (checked by `dag.runs.launch_budget`)."""
 
-    max_depth = serializers.IntegerField(min_value=1, max_value=launch_budget.MAX_COUNT, required=False,
-                                         help_text=launch_budget.HELP["max_depth"])
-    max_llm_calls = serializers.IntegerField(min_value=1, max_value=launch_budget.MAX_COUNT, required=False,
-                                             help_text=launch_budget.HELP["max_llm_calls"])
-    max_tokens = serializers.IntegerField(min_value=1, max_value=launch_budget.MAX_COUNT, required=False,
-                                          help_text=launch_budget.HELP["max_tokens"])
-    # Above 0 (0 itself is refused): the smallest step the form offers stands in for "exclusive".
-    timeout_s = serializers.FloatField(min_value=0.001, max_value=launch_budget.MAX_TIMEOUT_S, required=False,
-                                       help_text=launch_budget.HELP["timeout_s"])
+    max_depth = _budget_limit("max_depth")
+    max_llm_calls = _budget_limit("max_llm_calls")
+    max_tokens = _budget_limit("max_tokens")
+    timeout_s = _budget_limit("timeout_s")
 
 
 @extend_schema_field(LaunchBudgetShape)
-class LaunchBudgetField(serializers.JSONField):
+class LaunchBudgetField(LaunchJSONField):
     """A launch budget, taken as JSON so that the launch checks it (and names unknown limits)."""
 
 

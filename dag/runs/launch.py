@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 
-
 from runtime.spec import argument_errors
 
 from ..conf import conf
@@ -16,9 +15,10 @@ from ..recording import write_path
 from . import catalog, quotas
 from .executors import get_executor
 from .launch_budget import BudgetProblem, clean_budget
+from .launch_values import NUL_PROBLEM, SURROGATE_PROBLEM, holds_nul, lone_surrogate, non_finite_problem
 from .model_choice import ModelProblem, clean_model, configured_model
 
-NON_FIELD = "__all__"
+NON_FIELD = "__all__"  # launch_budget's key for a problem with the budget as a whole
 
 
 class LaunchRejected(ValueError):
@@ -32,9 +32,10 @@ class LaunchRejected(ValueError):
 
 
 def _lines(errors, where: str = "") -> list[str]:
+    # Every key is a field's name, "__all__" too (a parameter may be called that): problems with a field
+    # as a whole are a list, not a dict.
     if isinstance(errors, dict):
-        return [line for name, inner in errors.items()
-                for line in _lines(inner, f"{where} {name}".strip() if name != NON_FIELD else where)]
+        return [line for name, inner in errors.items() for line in _lines(inner, f"{where} {name}".strip())]
     return [f"{where}: {message}" if where else str(message) for message in errors]
 
 
@@ -62,66 +63,49 @@ def size_problem(args) -> str | None:
     return None
 
 
-# The words of Django's own check on form fields, which the form gets before this.
-NUL_PROBLEM = "Null characters are not allowed."
+# The key of problems with the arguments as a whole. Not "__all__" (runtime.spec's): any string, that one
+# included, can be a parameter name sent as JSON, and its problems must still be filed under its name.
+WHOLE = None
 
 
-def _first_text(value, test) -> str | None:
-    """The first string in `value` (keys included, at any depth) for which `test` is true, or None."""
-    if isinstance(value, str):
-        return value if test(value) else None
-    items = value.items() if isinstance(value, dict) else value if isinstance(value, list) else ()
-    for item in items:
-        found = _first_text(list(item) if isinstance(value, dict) else item, test)
-        if found is not None:
-            return found
-    return None
-
-
-def _holds_nul(value) -> bool:
-    return _first_text(value, lambda text: "\x00" in text) is not None
-
-
-def _not_unicode(text: str) -> bool:
-    """Whether `text` holds a lone UTF-16 surrogate, which JSON allows as an escape but UTF-8 cannot hold."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-def _lone_surrogate(value) -> str | None:
-    found = _first_text(value, _not_unicode)
-    # repr() escapes surrogates, so the message itself can be sent.
-    return None if found is None else (repr(found) if len(found) <= 60 else repr(found[:60]) + "...")
-
-
-SURROGATE_PROBLEM = "is not valid Unicode: it holds a lone surrogate (half of a UTF-16 pair); send whole characters"
-
-
-def unicode_problems(args) -> dict[str, list[str]]:
+def unicode_problems(args) -> dict:
     """Names and values that are not valid Unicode, which no response (nor PostgreSQL) could hold."""
     if not isinstance(args, dict):
         return {}
-    bad_name = _lone_surrogate(list(args))
+    bad_name = lone_surrogate(list(args))
     if bad_name:
-        return {NON_FIELD: [f"parameter name {bad_name} {SURROGATE_PROBLEM}"]}
+        return {WHOLE: [f"parameter name {bad_name} {SURROGATE_PROBLEM}"]}
     return {name: [f"{bad} {SURROGATE_PROBLEM}"] for name, bad in
-            ((name, _lone_surrogate(value)) for name, value in args.items()) if bad}
+            ((name, lone_surrogate(value)) for name, value in args.items()) if bad}
 
 
-def argument_problems(tool, args) -> dict[str, list[str]]:
-    """Every problem with `args` for `tool`, by parameter name ("__all__" for the whole)."""
-    # First: the schema check's messages name parameters and quote values, and must be sendable.
-    problems = unicode_problems(args) or argument_errors(tool.spec["parameters"], args)
+def finite_problems(args) -> dict:
+    """Values that are or hold an infinite number (JSON's 1e400 reads as one), which JSON cannot write back."""
+    if not isinstance(args, dict):
+        return {}
+    return {name: [problem] for name, problem in ((name, non_finite_problem(value)) for name, value in args.items())
+            if problem}
+
+
+def schema_problems(tool, args) -> dict:
+    """What `tool`'s parameter schema says is wrong with `args`."""
+    errors = argument_errors(tool.spec["parameters"], args)
+    # runtime.spec files "not an object" under "__all__"; for an object that key is a parameter's name.
+    return errors if isinstance(args, dict) else {WHOLE: [m for messages in errors.values() for m in messages]}
+
+
+def argument_problems(tool, args) -> dict:
+    """Every problem with `args` for `tool`, by parameter name (WHOLE, None, for the arguments as a whole)."""
+    # First what the schema check's messages would quote but no response could carry: a lone surrogate,
+    # or a number JSON cannot write (its range message would read "got inf").
+    problems = unicode_problems(args) or finite_problems(args) or schema_problems(tool, args)
     if not problems:
         # PostgreSQL text and jsonb cannot hold NUL: the session could not even be saved.
-        problems = {name: [NUL_PROBLEM] for name, value in args.items() if _holds_nul([name, value])}
+        problems = {name: [NUL_PROBLEM] for name, value in args.items() if holds_nul([name, value])}
     if not problems:
         too_large = size_problem(args)
         if too_large:
-            problems = {NON_FIELD: [too_large]}
+            problems = {WHOLE: [too_large]}
     return problems
 
 
@@ -138,7 +122,7 @@ def create_session(owner, function: str, args, budget: dict | None = None, model
     problems = argument_problems(entry.tool, args)
     if problems:
         # A problem with the arguments as a whole (not an object, too large) comes alone: a list.
-        raise LaunchRejected({"args": problems.get(NON_FIELD) or problems})
+        raise LaunchRejected({"args": problems[WHOLE] if WHOLE in problems else problems})
     try:
         budget = clean_budget(budget)
     except BudgetProblem as exc:

@@ -1,8 +1,9 @@
 """A budget asked for at launch (form, API, CLI): checked here, stored on the session, opened around the run.
 
 The shape is `runtime.Budget`'s: {"max_depth": int, "max_llm_calls": int, "max_tokens": int,
-"timeout_s": seconds}, each optional and positive. It is opened as a `with Budget(...)` block around
-the entry call, so it tightens the function's own budget (and the default one) and never relaxes them.
+"timeout_s": seconds}, each optional and from MINIMUM to MAXIMUM. It is opened as a `with Budget(...)`
+block around the entry call, so it tightens the function's own budget (and the default one) and never
+relaxes them.
 """
 from __future__ import annotations
 
@@ -17,6 +18,11 @@ COUNTS = ("max_depth", "max_llm_calls", "max_tokens")
 # Far beyond any run, small enough for every database's integer column and JSON reader.
 MAX_COUNT = 10**9
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
+# Above 0: a millisecond, the smallest step the form offers (a float has no "just above 0").
+MIN_TIMEOUT_S = 0.001
+# Each limit's bounds: the check below and the API schema (dag.api.serializers) both read them.
+MINIMUM = {**{name: 1 for name in COUNTS}, "timeout_s": MIN_TIMEOUT_S}
+MAXIMUM = {**{name: MAX_COUNT for name in COUNTS}, "timeout_s": MAX_TIMEOUT_S}
 
 HELP = {
     "max_depth": "How many agentic calls may nest, whatever their names (1: the function itself only).",
@@ -35,16 +41,17 @@ class BudgetProblem(ValueError):
 
 
 def _field_problem(name: str, value: Any) -> Optional[str]:
+    low, high = MINIMUM[name], MAXIMUM[name]
     if name in COUNTS:
         if isinstance(value, bool) or not isinstance(value, int):
-            return f"must be a whole number from 1 to {MAX_COUNT}, got {value!r}"
-        if not 1 <= value <= MAX_COUNT:
-            return f"must be from 1 to {MAX_COUNT}, got {value}"
+            return f"must be a whole number from {low} to {high}, got {value!r}"
+        if not low <= value <= high:
+            return f"must be from {low} to {high}, got {value}"
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return f"must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:g}, got {value!r}"
-    if not 0 < value <= MAX_TIMEOUT_S:
-        return f"must be above 0 and at most {MAX_TIMEOUT_S:g} seconds, got {value:g}"
+        return f"must be a number of seconds from {low:g} to {high:g}, got {value!r}"
+    if not low <= value <= high:
+        return f"must be from {low:g} to {high:g} seconds, got {value:g}"
     return None
 
 

@@ -14,6 +14,7 @@ from typing import Optional
 from runtime.providers.base import resolve_model, split_model_spec
 
 from ..conf import conf
+from .launch_values import SURROGATE_PROBLEM, lone_surrogate
 
 SIMULATED = {
     "sim": "Simulated model: offline and deterministic, not an LLM; it heeds the recursion guard's note.",
@@ -74,6 +75,10 @@ def clean_model(value) -> Optional[str]:
     if not isinstance(value, str) or len(value) > MAX_MODEL_CHARS or "\x00" in value or not value.strip():
         raise ModelProblem(f"must be a model name like 'sim' or 'openai:gpt-4o-mini' (at most "
                            f"{MAX_MODEL_CHARS} characters); this server offers {allowed}")
+    # Checked before the provider's lookup, whose messages quote the name: JSON cannot carry a lone surrogate.
+    bad = lone_surrogate(value)
+    if bad:
+        raise ModelProblem(f"model name {bad} {SURROGATE_PROBLEM}; this server offers {allowed}")
     value = value.strip()
     try:
         provider, model = resolve_model(value)

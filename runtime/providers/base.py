@@ -93,8 +93,10 @@ def resolve_model(spec: Optional[str], env: Optional[dict] = None) -> tuple[str,
         provider = "anthropic" if model.startswith("claude") and env.get("ANTHROPIC_API_KEY") else None
         provider = provider or default_provider_name(env)
         if provider == "sim":
+            # Quoted by repr() like the spec: its escapes keep the message printable (and encodable:
+            # a lone surrogate, which JSON can send, cannot be written as UTF-8).
             raise ValueError(f"model {spec!r} names no provider and no API key is set; write it as "
-                             f"'openai:{spec}' or 'anthropic:{spec}', or use 'sim' / 'sim:naive'")
+                             f"{'openai:' + spec!r} or {'anthropic:' + spec!r}, or use 'sim' / 'sim:naive'")
     return provider, model
 
 

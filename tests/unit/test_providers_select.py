@@ -93,3 +93,13 @@ def test_a_model_name_with_a_version_and_a_tag_is_not_taken_for_a_provider_path(
     assert resolve_model("openai:qwen2.5:7b") == ("openai", "qwen2.5:7b")
     assert resolve_model("tests.unit.test_providers_select.MyProvider:x")[0] == \
         "tests.unit.test_providers_select.MyProvider"
+
+
+@pytest.mark.parametrize("spec", ["\ud800", " \udfff ", "gpt\ud83d"])
+def test_a_model_spec_that_is_not_unicode_is_refused_in_a_message_that_can_be_encoded(env, spec):
+    # JSON can carry a lone surrogate; a message quoting it raw could then be sent nowhere (UTF-8 refuses it).
+    with pytest.raises(ValueError, match="names no provider") as caught:
+        resolve_model(spec, env={})
+    message = str(caught.value)
+    message.encode("utf-8")
+    assert repr("openai:" + spec) in message and repr("anthropic:" + spec) in message

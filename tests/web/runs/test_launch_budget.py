@@ -38,7 +38,7 @@ def test_a_budget_keeps_only_the_limits_given_and_seconds_as_a_float():
     ({"max_tokens": "many"}, "max_tokens", "whole number"),
     ({"max_tokens": 2.5}, "max_tokens", "whole number"),
     ({"max_depth": True}, "max_depth", "whole number"),
-    ({"timeout_s": 0}, "timeout_s", "above 0"),
+    ({"timeout_s": 0}, "timeout_s", "from 0.001 to"),
     ({"timeout_s": float("inf")}, "timeout_s", "number of seconds"),
     ({"max_llm_calls": 10**12}, "max_llm_calls", "from 1 to"),
     ({"max_calls": 3}, "__all__", "unknown limit(s) 'max_calls'; the limits are max_depth"),
@@ -55,6 +55,8 @@ def test_the_cli_text_form_reads_numbers():
     assert parse_budget_text("") is None
     with pytest.raises(BudgetProblem, match="not NAME=VALUE"):
         parse_budget_text("max_llm_calls")
+    with pytest.raises(BudgetProblem, match="timeout_s: must be from 0.001 to 604800 seconds, got 0.0005"):
+        parse_budget_text("timeout_s=0.0005")  # the CLI's --budget: the same minimum as the form and the API
 
 
 # --- the API -------------------------------------------------------------------------------------------
@@ -85,6 +87,30 @@ def test_the_schema_documents_the_launch_budget(api):
     schema = api.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
     shape = schema["components"]["schemas"]["LaunchBudgetShape"]["properties"]
     assert set(shape) == {"max_depth", "max_llm_calls", "max_tokens", "timeout_s"}
+
+
+def test_each_limit_is_checked_against_the_bounds_the_schema_publishes(api):
+    shape = api.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()[
+        "components"]["schemas"]["LaunchBudgetShape"]["properties"]
+    for name, schema in shape.items():
+        low, high = schema["minimum"], schema["maximum"]
+        assert clean_budget({name: low}) == {name: low} and clean_budget({name: high}) == {name: high}
+        whole = schema["type"] == "integer"
+        below, above = (low - 1, high + 1) if whole else (low / 2, high * 2)
+        bounds = f"from {low} to {high}" if whole else f"from {low:g} to {high:g}"
+        for wrong in (below, above):
+            with pytest.raises(BudgetProblem) as caught:
+                clean_budget({name: wrong})
+            assert list(caught.value.errors) == [name] and bounds in caught.value.errors[name][0]
+
+
+@pytest.mark.parametrize("timeout_s", [1e-300, 0.0005, 5e-324])
+def test_api_launch_with_a_timeout_below_the_minimum_is_a_400_naming_it(api, test_functions, no_run, timeout_s):
+    response = api.post("/api/sessions/", {"function": "echo", "args": {"text": "hi"},
+                                           "budget": {"timeout_s": timeout_s}}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"budget": {"timeout_s": [f"must be from 0.001 to 604800 seconds, got {timeout_s:g}"]}}
+    assert not Session.objects.exists()
 
 
 # --- the form ------------------------------------------------------------------------------------------
@@ -171,6 +197,8 @@ def test_research_agent_ships_with_a_budget_of_its_own(user):
 
 def test_a_rejected_launch_reads_as_text_naming_each_field():
     from dag.runs.launch import LaunchRejected
-    exc = LaunchRejected({"args": {"n": ["must be from 1 to 10000, got 0"], "__all__": ["too large"]},
-                          "budget": ["unknown limit(s) 'x'"]})
-    assert str(exc) == "args n: must be from 1 to 10000, got 0; args: too large; budget: unknown limit(s) 'x'"
+    exc = LaunchRejected({"args": {"n": ["must be from 1 to 10000, got 0"]}, "budget": ["unknown limit(s) 'x'"]})
+    assert str(exc) == "args n: must be from 1 to 10000, got 0; budget: unknown limit(s) 'x'"
+    assert str(LaunchRejected({"args": ["too large"]})) == "args: too large"
+    # "__all__" is a parameter name like any other (JSON can send it), so it is named too.
+    assert str(LaunchRejected({"args": {"__all__": ["unknown argument"]}})) == "args __all__: unknown argument"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from dag.models import Node, Session
-from dag.runs.model_choice import available_models
+from dag.runs.model_choice import ModelProblem, available_models, clean_model
 
 from ..launch_helpers import wait_for_end
 
@@ -96,3 +96,21 @@ def test_the_form_refuses_a_model_it_does_not_offer(logged_in):
                                                          "budget-model": "openai:gpt-4o-mini"})
     assert response.status_code == 400 and "budget-model" in response.content.decode()
     assert "model" in response.context["options"].errors and not Session.objects.exists()
+
+
+@pytest.mark.parametrize("spec", ["\ud800", "\ud83d", " \udfff ", "sim:\udc00"])
+def test_a_model_name_that_is_not_unicode_is_refused_naming_it_and_what_is_offered(spec):
+    with pytest.raises(ModelProblem) as caught:
+        clean_model(spec)
+    message = str(caught.value)
+    message.encode("utf-8")  # it can be sent
+    assert message == (f"model name {spec!r} is not valid Unicode: it holds a lone surrogate (half of a UTF-16 "
+                       f"pair); send whole characters; this server offers sim, sim:naive")
+
+
+def test_the_form_refuses_a_model_name_that_is_not_utf8_beside_its_field(logged_in):
+    # A form body cannot carry a lone surrogate: Django reads undecodable bytes as U+FFFD, which is not offered.
+    response = logged_in.post("/functions/wiki_agent/", "question=q&mode=brief&budget-model=%ED%A0%80",
+                              content_type="application/x-www-form-urlencoded")
+    assert response.status_code == 400 and list(response.context["options"].errors) == ["model"]
+    assert not Session.objects.exists()
