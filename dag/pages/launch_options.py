@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django import forms
 
-from ..runs.launch_budget import COUNTS, FIELDS, HELP, MAX_COUNT, BudgetProblem, clean_budget
+from ..runs.launch_budget import COUNTS, FIELDS, HELP, MAXIMUM, MINIMUM, BudgetProblem, clean_budget
 from ..runs.model_choice import ModelProblem, available_models, clean_model
 
 LABELS = {"max_depth": "Max depth", "max_llm_calls": "Max model calls", "max_tokens": "Max tokens",
@@ -29,9 +29,10 @@ class LaunchOptionsForm(forms.Form):
             help_text="The simulated models (sim, sim:naive) run offline and are not LLMs: they pick tools by "
                       "matching words, so runs can be tried with no key.")
         for name in FIELDS:
-            common = {"required": False, "label": LABELS[name], "help_text": HELP[name], "min_value": 1}
-            self.fields[name] = (forms.IntegerField(max_value=MAX_COUNT, **common) if name in COUNTS
-                                 else forms.FloatField(**{**common, "min_value": 0.001}))
+            # The bounds the API checks and its schema publishes (`launch_budget`), so the page's inputs say them.
+            common = {"required": False, "label": LABELS[name], "help_text": HELP[name],
+                      "min_value": MINIMUM[name], "max_value": MAXIMUM[name]}
+            self.fields[name] = forms.IntegerField(**common) if name in COUNTS else forms.FloatField(**common)
         self.budget: dict | None = None
         self.model: str | None = None
 

@@ -202,3 +202,13 @@ def test_a_rejected_launch_reads_as_text_naming_each_field():
     assert str(LaunchRejected({"args": ["too large"]})) == "args: too large"
     # "__all__" is a parameter name like any other (JSON can send it), so it is named too.
     assert str(LaunchRejected({"args": {"__all__": ["unknown argument"]}})) == "args __all__: unknown argument"
+
+
+def test_the_forms_budget_inputs_carry_the_bounds_the_api_checks(db):
+    from dag.pages.launch_options import LaunchOptionsForm
+    from dag.runs.launch_budget import FIELDS, MAXIMUM, MINIMUM
+
+    form = LaunchOptionsForm()
+    for name in FIELDS:
+        attrs = form.fields[name].widget.attrs
+        assert (float(attrs["min"]), float(attrs["max"])) == (MINIMUM[name], MAXIMUM[name]), name
