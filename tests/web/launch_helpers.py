@@ -106,6 +106,14 @@ def fresh_throttles():
 
 
 @pytest.fixture
+def offline_models(monkeypatch):
+    """Only the simulated models on offer, whatever the environment running the tests sets."""
+    for name in ("OPENPROGRAM_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY",
+                 "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
 def user(db, fast_hashing):
     return get_user_model().objects.create_user("alice", password="alice-password-1")
 

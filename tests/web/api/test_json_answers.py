@@ -15,18 +15,10 @@ from dag.api.index import ENDPOINTS
 from dag.api.parsers import parse_float
 from dag.models import Session
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("offline_models")]
 
 SURROGATE = "is not valid Unicode: it holds a lone surrogate (half of a UTF-16 pair); send whole characters"
 LARGEST = "1.79769e+308"
-
-
-@pytest.fixture(autouse=True)
-def offline(monkeypatch):
-    """Only the simulated models on offer, whatever the environment running the tests sets."""
-    for name in ("OPENPROGRAM_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY",
-                 "ANTHROPIC_AUTH_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture

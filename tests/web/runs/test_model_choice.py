@@ -8,14 +8,7 @@ from dag.runs.model_choice import ModelProblem, available_models, clean_model
 
 from ..launch_helpers import wait_for_end
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def offline(monkeypatch):
-    for name in ("OPENPROGRAM_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY",
-                 "ANTHROPIC_AUTH_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("offline_models")]
 
 
 @pytest.fixture
