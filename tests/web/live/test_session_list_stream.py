@@ -1,8 +1,6 @@
 """The live session list `ws/sessions/`: a user's socket gets the rows of their own sessions as they
 change (throttled, the end always), the rows it watches on connect (the resync), and nothing of anyone
 else's. Runs on whichever channel layer the settings choose; changes go through the write path."""
-import asyncio
-import json
 
 import pytest
 from channels.db import database_sync_to_async
