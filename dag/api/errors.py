@@ -16,7 +16,6 @@ from django.http import JsonResponse
 from django.http.multipartparser import TooManyFilesSent
 from django.urls import URLPattern
 from rest_framework.exceptions import NotFound
-from rest_framework.permissions import AllowAny
 from rest_framework.views import APIView
 
 # Django answers these 400 too; so does the API, with its JSON (a launch's own limits are 400 as well).
@@ -24,10 +23,9 @@ UNREADABLE_BODY_STATUS = 400
 
 
 class NoSuchEndpoint(APIView):
-    """Every /api/ path that names no endpoint: a JSON 404, to everyone (there is nothing to log in to)."""
+    """Every /api/ path that names no endpoint: a JSON 404, behind the API's login and CSRF checks like
+    every other path (an anonymous caller, or an unsafe request without the token, is refused first)."""
 
-    authentication_classes: list = []
-    permission_classes = [AllowAny]
     schema = None  # not an endpoint: never in the OpenAPI schema
 
     def initial(self, request, *args, **kwargs):
