@@ -1,32 +1,39 @@
-"""The Django admin's login behind the password-attempt throttle (`throttles.login_wait`).
+"""The Django admin's login and password change behind the password-attempt throttle (`throttles.login_wait`).
 
-`/admin/login/` checks passwords as the login page and `POST /api/token/` do, so it shares their count;
-otherwise it would be the one door where a staff password could be guessed at full speed. Installed as
+`/admin/login/` and `/admin/password_change/` check passwords as the login page and `POST /api/token/`
+do, so they share their count; otherwise they would be doors where a staff password could be guessed at
+full speed. Installed as
 the default admin site by `dag.accounts.apps.AdminConfig` (in INSTALLED_APPS in place of
 "django.contrib.admin").
 """
 from __future__ import annotations
 
 from django.contrib import admin
-from django.contrib.admin.forms import AdminAuthenticationForm
-from django.template.response import TemplateResponse
 
 
 class ThrottledAdminSite(admin.AdminSite):
-    def login(self, request, extra_context=None):
-        """Django's admin login; a POST over `OPENPROGRAM_LOGIN_RATE` is a 429 with Retry-After, and the
-        page says when to try again, without checking the password."""
-        if request.method == "POST":
-            from .throttles import login_wait  # after the app registry: it reads dag.conf
-            wait = login_wait(request)
-            if wait is not None:
-                return self._refused(request, wait)
-        return super().login(request, extra_context)
+    """Django's admin site; a POST to its login or its password change over `OPENPROGRAM_LOGIN_RATE` is a
+    429 with Retry-After, and the page says when to try again, without checking the password."""
 
-    def _refused(self, request, wait: int) -> TemplateResponse:
-        context = {**self.each_context(request), "title": "Log in", "subtitle": None,
-                   "app_path": request.get_full_path(), "username": request.user.get_username(),
-                   "form": (self.login_form or AdminAuthenticationForm)(request), "retry_after": wait}
-        response = TemplateResponse(request, self.login_template or "admin/login.html", context, status=429)
-        response["Retry-After"] = str(wait)
+    def login(self, request, extra_context=None):
+        return self._throttled(super().login, request, extra_context)
+
+    def password_change(self, request, extra_context=None):
+        return self._throttled(super().password_change, request, extra_context)
+
+    @staticmethod
+    def _throttled(view, request, extra_context):
+        if request.method != "POST":
+            return view(request, extra_context)
+        from .throttles import login_wait  # after the app registry: it reads dag.conf
+        wait = login_wait(request)
+        if wait is None:
+            return view(request, extra_context)
+        # The page as a GET shows it (Django's own context, `next` and never_cache included), with an
+        # unbound form: no password is looked at.
+        request.method = "GET"
+        response = view(request, {**(extra_context or {}), "retry_after": wait})
+        if response.status_code == 200:  # not the redirect a logged-in user's login page is
+            response.status_code = 429
+            response["Retry-After"] = str(wait)
         return response

@@ -152,3 +152,25 @@ def test_a_password_change_is_throttled_as_it_checks_the_old_password(user, cloc
     assert b"Too many password attempts" in refused.content
     user.refresh_from_db()
     assert user.check_password(RIGHT["password"])  # unchanged
+
+
+def test_the_admins_password_change_is_throttled_too(admin_user, clock):
+    client = Client()
+    client.force_login(admin_user)
+    change = {"old_password": "wrong", "new_password1": "a-new-password-9", "new_password2": "a-new-password-9"}
+    for _ in range(3):
+        assert client.post("/admin/password_change/", change).status_code == 200
+    refused = client.post("/admin/password_change/", {**change, "old_password": "password"})
+    assert refused.status_code == 429 and int(refused["Retry-After"]) == 60
+    assert b"Too many password attempts" in refused.content
+    admin_user.refresh_from_db()
+    assert admin_user.check_password("password")  # unchanged
+
+
+def test_the_admins_refusal_is_never_cached_and_keeps_the_way_back_to_the_admin(admin_user, clock):
+    client = Client()
+    for _ in range(3):
+        client.post("/admin/login/", {"username": admin_user.username, "password": "wrong"})
+    refused = client.post("/admin/login/", {"username": admin_user.username, "password": "password"})
+    assert refused.status_code == 429 and "no-cache" in refused["Cache-Control"]
+    assert b'name="next" value="/admin/"' in refused.content
