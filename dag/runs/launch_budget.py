@@ -48,10 +48,13 @@ def _field_problem(name: str, value: Any) -> Optional[str]:
         if not low <= value <= high:
             return f"must be from {low} to {high}, got {value}"
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    # An int is never infinite, and one too large for a float (JSON's 1 and 400 zeros) must not be
+    # turned into one: math.isfinite and the "g" format both would, and raise.
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            isinstance(value, float) and not math.isfinite(value)):
         return f"must be a number of seconds from {low:g} to {high:g}, got {value!r}"
     if not low <= value <= high:
-        return f"must be from {low:g} to {high:g} seconds, got {value:g}"
+        return f"must be from {low:g} to {high:g} seconds, got {value if isinstance(value, int) else format(value, 'g')}"
     return None
 
 

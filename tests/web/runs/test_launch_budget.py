@@ -212,3 +212,11 @@ def test_the_forms_budget_inputs_carry_the_bounds_the_api_checks(db):
     for name in FIELDS:
         attrs = form.fields[name].widget.attrs
         assert (float(attrs["min"]), float(attrs["max"])) == (MINIMUM[name], MAXIMUM[name]), name
+
+
+def test_a_timeout_too_large_for_a_float_is_named_not_a_server_error():
+    from dag.runs.launch_budget import BudgetProblem, clean_budget
+
+    with pytest.raises(BudgetProblem) as refused:
+        clean_budget({"timeout_s": 10 ** 400})
+    assert "timeout_s: must be from 0.001 to 604800 seconds, got 1000" in str(refused.value)
