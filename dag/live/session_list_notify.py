@@ -7,10 +7,12 @@ channel layer group (`owner_group`), which every `SessionListConsumer` of that u
 carries no row: each consumer reads the row from the database when the message arrives, so the row a
 browser gets is the newest one and only its owner's lists ever hear of it.
 
-A session's owner is looked up once per session and kept (bounded): only an administrator changes it,
-and that change (`write_path.update_session` with an owner) makes the notifier forget it
-(`forget_owner`) as it commits, before its own publication, so from then on the new owner's lists hear
-of the session and the old owner's do not.
+A session's owner is looked up once per session and kept (bounded), and looked up again with every
+change of the session itself (a `session` message: its status, its budget, and the owner, which only an
+administrator changes): node changes, by far the most, read no owner, and an owner change reaches the
+new owner's lists with its own publication. In another process running the session (a worker), the new
+owner is known from that process's next change of the session; until then its node changes still go
+to the old owner's lists, which read every row with their own user as owner, and so show none of them.
 """
 from __future__ import annotations
 
@@ -72,6 +74,8 @@ class ListNotifier:
         loop = self.loop()
         if loop is None:
             return  # nobody in this process's in-memory layer can be listening
+        if any(message.get("type") == "session" for message in messages):
+            self.forget_owner(session_id)  # it may have changed with this very message
         owner = self._owner(session_id)
         if owner is None:
             return  # deleted meanwhile

@@ -10,7 +10,6 @@ and reports False (or None), so a stop's `cancelled` is never overwritten by a l
 """
 from __future__ import annotations
 
-from functools import partial
 from typing import Any, Callable, Iterable, Optional
 
 from django.db.models import F
@@ -89,8 +88,6 @@ def update_session_in(tx: WriteTransaction, session_id, *, unless_terminal: bool
     if not rows.update(rev=rev, **_json_safe_fields(fields)):
         return None
     session = Session.objects.get(pk=session_id)  # the expressions' values (e.g. started_at) as stored
-    if "owner" in fields or "owner_id" in fields:  # before the publication, which tells the owner's lists
-        tx.after_commit(partial(list_notifier.forget_owner, str(session_id)))
     publish_after_commit(tx, session_id, [session_message(session)])
     return session
 
