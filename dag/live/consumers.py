@@ -130,8 +130,8 @@ class SessionConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
     group: str | None = None
     rev: int | None = None  # the highest revision this client has been sent, contiguously
     user = None  # who opened the stream, checked again at every heartbeat
-    # Set once a heartbeat finds the viewer may no longer see the session: the close takes effect only
-    # when the client answers it, and nothing more is sent meanwhile.
+    # Set once a heartbeat finds the viewer may no longer see the session, or cannot tell: the close
+    # takes effect only when the client answers it, and nothing more is sent meanwhile.
     refused = False
     _heartbeat_task = _follow_task = None
 
@@ -265,6 +265,7 @@ class SessionConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
         except Exception:
             log.exception("heartbeat of session %s stopped", self.session_id)
             # Closed rather than left open unchecked: the page reconnects, and connect() checks again.
+            self.refused = True
             await self.close(code=1000, reason="heartbeat failed; reconnect")
 
     async def _rev_if_still_allowed(self) -> int | None:

@@ -107,6 +107,8 @@ class SessionListConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
         except Exception:
             log.exception("checking the login of a session list failed")
             # Closed rather than left open unchecked: the page reconnects, and connect() checks again.
+            if self.group is not None:
+                await self._stop_listening()
             await self.close(code=1000, reason="login check failed; reconnect")
 
     async def _stop_listening(self) -> None:
