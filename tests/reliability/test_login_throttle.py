@@ -141,30 +141,20 @@ def test_the_admin_login_shares_the_count(admin_user, clock):
     assert client.get("/admin/").status_code == 200
 
 
-def test_a_password_change_is_throttled_as_it_checks_the_old_password(user, clock):
+@pytest.mark.parametrize("page, who, password", [("/accounts/password_change/", "user", RIGHT["password"]),
+                                                  ("/admin/password_change/", "admin_user", "password")])
+def test_a_password_change_is_throttled_as_it_checks_the_old_password(request, clock, page, who, password):
+    someone = request.getfixturevalue(who)
     client = Client()
-    client.force_login(user)
+    client.force_login(someone)
     change = {"old_password": "wrong", "new_password1": "a-new-password-9", "new_password2": "a-new-password-9"}
     for _ in range(3):
-        assert client.post("/accounts/password_change/", change).status_code == 200
-    refused = client.post("/accounts/password_change/", {**change, "old_password": RIGHT["password"]})
+        assert client.post(page, change).status_code == 200
+    refused = client.post(page, {**change, "old_password": password})
     assert refused.status_code == 429 and int(refused["Retry-After"]) == 60
     assert b"Too many password attempts" in refused.content
-    user.refresh_from_db()
-    assert user.check_password(RIGHT["password"])  # unchanged
-
-
-def test_the_admins_password_change_is_throttled_too(admin_user, clock):
-    client = Client()
-    client.force_login(admin_user)
-    change = {"old_password": "wrong", "new_password1": "a-new-password-9", "new_password2": "a-new-password-9"}
-    for _ in range(3):
-        assert client.post("/admin/password_change/", change).status_code == 200
-    refused = client.post("/admin/password_change/", {**change, "old_password": "password"})
-    assert refused.status_code == 429 and int(refused["Retry-After"]) == 60
-    assert b"Too many password attempts" in refused.content
-    admin_user.refresh_from_db()
-    assert admin_user.check_password("password")  # unchanged
+    someone.refresh_from_db()
+    assert someone.check_password(password)  # unchanged
 
 
 def test_the_admins_refusal_is_never_cached_and_keeps_the_way_back_to_the_admin(admin_user, clock):
