@@ -14,7 +14,9 @@ Protocol (server -> client, JSON):
   its own, which may be off by minutes or hours.
 Close codes: 4400 a bad session id or query parameter, 4404 not logged in, not the owner, or no such
 session (one code, so the stream does not reveal which sessions exist), checked on connect and again at
-every heartbeat: a logout, a password change or a new owner ends the stream; 4404 too for a path that is no
+every heartbeat: a new owner ends the stream, and so does a logout, by way of 1000 at the heartbeat (the
+login the socket was opened with has ended: the page reconnects, and `connect()` decides; see
+dag.live.login_check); 4404 too for a path that is no
 stream (`NoSuchStreamConsumer`); 4503 (try again later) when the channel layer (Redis) cannot be reached:
 the client reconnects and resyncs by revision, as after any drop (see dag.live.layer_outage).
 
@@ -45,7 +47,7 @@ from ..runs.leases import worker_id
 from . import broadcast
 from .frames import encoded_live_frames, snapshot_frames
 from .layer_outage import ClosesOnLayerOutage
-from .login_check import login_still_holds
+from .login_check import CLOSE_RECONNECT, login_still_holds
 from .node_rows import node_dicts
 
 log = logging.getLogger(__name__)
@@ -251,10 +253,14 @@ class SessionConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
                 await asyncio.sleep(interval)
                 async with self._lock:
                     # Checked first: nothing more is sent to a viewer who may no longer see the session.
-                    latest = await self._rev_if_still_allowed()
+                    latest = await database_sync_to_async(owned_rev)(self.session_id, self.user.pk)
                     if latest is None:
                         self.refused = True
                         await self.close(code=CLOSE_NOT_FOUND, reason="no such session")
+                        return
+                    if not await login_still_holds(self.scope, self.user):
+                        self.refused = True
+                        await self.close(code=CLOSE_RECONNECT, reason="the login changed; reconnect")
                         return
                     if self.rev < seen_at_last_beat and not await self._send_changes(self.rev):
                         return
@@ -266,14 +272,7 @@ class SessionConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
             log.exception("heartbeat of session %s stopped", self.session_id)
             # Closed rather than left open unchecked: the page reconnects, and connect() checks again.
             self.refused = True
-            await self.close(code=1000, reason="heartbeat failed; reconnect")
-
-    async def _rev_if_still_allowed(self) -> int | None:
-        """The session's revision while its viewer is still logged in as its owner, else None."""
-        latest = await database_sync_to_async(owned_rev)(self.session_id, self.user.pk)
-        if latest is None or not await login_still_holds(self.scope, self.user):
-            return None
-        return latest
+            await self.close(code=CLOSE_RECONNECT, reason="heartbeat failed; reconnect")
 
     async def _follow_other_process(self):
         """In-memory layer only: read the changes of a run in another process from the database."""

@@ -5,6 +5,11 @@ AuthMiddlewareStack). A live page may stay open for hours, so the consumers ask 
 after a logout (the session is deleted from the store), a password change (the session's auth hash no
 longer matches the user's), an expiry, or the user's deactivation, the socket is closed instead of
 streaming on. The answer is the one Django's `get_user` gives an HTTP request with that session.
+
+Such a socket is closed with `CLOSE_RECONNECT`, not as refused: the login it was opened with has ended,
+but the browser may hold another by now (a password change in another of its tabs gives its session a
+new key), and only a new handshake carries the browser's current cookie. Its `connect()` decides: after
+a logout it refuses, for good.
 """
 from __future__ import annotations
 
@@ -14,6 +19,9 @@ from types import SimpleNamespace
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.contrib.auth import get_user
+
+# A normal close, which the pages answer by reconnecting (their final codes are 4400, 4401 and 4404).
+CLOSE_RECONNECT = 1000
 
 
 class _SessionCopy(dict):

@@ -10,8 +10,9 @@ Protocol (JSON):
   one per session every `OPENPROGRAM_LIST_UPDATE_S` seconds, and always its end (`session_list_notify`).
   A row is `{"id", "status", "phase", "created_at", "html"}`, its HTML the page's own row template; status
   and phase repeat what the HTML shows, as data for the page's script (`ListRow.as_message`).
-Close codes: 4401 not logged in, on connect or, checked every `OPENPROGRAM_WS_HEARTBEAT_S` seconds, no longer
-(logged out, the password changed); 4400 a message that is not JSON (or nested too deeply to read); 4503 (try
+Close codes: 4401 not logged in (on connect); 1000 once the login the socket was opened with has ended
+(a logout, a password change; checked every `OPENPROGRAM_WS_HEARTBEAT_S` seconds): the page reconnects
+with the cookie it holds now, and the handshake decides (dag.live.login_check); 4400 a message that is not JSON (or nested too deeply to read); 4503 (try
 again later) when the channel layer (Redis) cannot be reached: the page reconnects and resyncs with its
 watch (dag.live.layer_outage).
 
@@ -33,7 +34,7 @@ from ..conf import conf
 from . import broadcast
 from .layer_outage import ClosesOnLayerOutage
 from .list_rows import MAX_WATCHED, owned_row_message, owned_row_messages
-from .login_check import login_still_holds
+from .login_check import CLOSE_RECONNECT, login_still_holds
 from .session_list_notify import owner_group
 
 log = logging.getLogger(__name__)
@@ -100,7 +101,7 @@ class SessionListConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
                 await asyncio.sleep(conf.WS_HEARTBEAT_S)
                 if not await login_still_holds(self.scope, self.user):
                     await self._stop_listening()
-                    await self.close(code=CLOSE_NOT_LOGGED_IN, reason="logged out")
+                    await self.close(code=CLOSE_RECONNECT, reason="the login changed; reconnect")
                     return
         except asyncio.CancelledError:
             raise
@@ -109,7 +110,7 @@ class SessionListConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
             # Closed rather than left open unchecked: the page reconnects, and connect() checks again.
             if self.group is not None:
                 await self._stop_listening()
-            await self.close(code=1000, reason="login check failed; reconnect")
+            await self.close(code=CLOSE_RECONNECT, reason="login check failed; reconnect")
 
     async def _stop_listening(self) -> None:
         """Hear no more of the user's sessions and answer no more watches: the close takes effect only

@@ -1,7 +1,9 @@
 """An open live socket ends with its login: after a logout or a password change, the session list
-(`ws/sessions/`) closes with 4401 and a session's stream (`ws/sessions/{id}/`) with 4404, and a stream
-whose session changed owner closes with 4404, each at its next heartbeat. Before that, a socket whose
-login holds goes on as usual. Through the real ASGI stack, so the login is the session cookie's."""
+(`ws/sessions/`) and a session's stream (`ws/sessions/{id}/`) close with 1000 (reconnect) at their next
+heartbeat, and the reconnect decides: refused after a logout, let in after the browser's own password
+change (its session has a new key). A stream whose session changed owner closes with 4404. Before that,
+a socket whose login holds goes on as usual. Through the real ASGI stack, so the login is the session
+cookie's."""
 import asyncio
 
 import pytest
@@ -67,6 +69,13 @@ def change_password(user) -> None:
     user.save()
 
 
+def change_own_password(browser: Client) -> None:
+    """Through the browser's password page: Django gives its session a new key, which its cookie takes."""
+    response = browser.post("/accounts/password_change/", {
+        "old_password": "alice-password-1", "new_password1": "a-new-password-3", "new_password2": "a-new-password-3"})
+    assert response.status_code == 302
+
+
 def end_login(how: str, browser: Client, user) -> None:
     log_out(browser) if how == "logout" else change_password(user)
 
@@ -120,11 +129,22 @@ def test_a_session_stays_logged_in_until_its_logout_or_password_change(user, oth
 # --- the session's stream ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("how", ["logout", "password change"])
-async def test_a_stream_closes_with_4404_once_its_login_ends(user, session, how):
+async def test_a_stream_closes_to_reconnect_once_its_login_ends_and_the_reconnect_is_refused(user, session, how):
     browser = await database_sync_to_async(browser_of)(user)
     comm = await open_stream(browser, session.pk)
     await database_sync_to_async(end_login)(how, browser, user)
-    assert await close_code(comm) == 4404
+    assert await close_code(comm) == 1000
+    again = socket_of(browser, f"/ws/sessions/{session.pk}/")
+    assert (await again.connect(timeout=TIMEOUT))[0]  # accepted so that its close code can be heard
+    assert await close_code(again) == 4404
+
+
+async def test_after_the_browsers_own_password_change_its_stream_reconnects(user, session):
+    browser = await database_sync_to_async(browser_of)(user)
+    comm = await open_stream(browser, session.pk)
+    await database_sync_to_async(change_own_password)(browser)
+    assert await close_code(comm) == 1000
+    await (await open_stream(browser, session.pk)).disconnect()  # the browser's new cookie is let in
 
 
 async def test_a_stream_closes_with_4404_once_its_session_has_another_owner(user, other_user, session):
@@ -140,11 +160,22 @@ async def test_a_stream_closes_with_4404_once_its_session_has_another_owner(user
 # --- the session list --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("how", ["logout", "password change"])
-async def test_a_list_closes_with_4401_once_its_login_ends(user, how):
+async def test_a_list_closes_to_reconnect_once_its_login_ends_and_the_reconnect_is_refused(user, how):
     browser = await database_sync_to_async(browser_of)(user)
     comm = await open_list(browser)
     await database_sync_to_async(end_login)(how, browser, user)
-    assert await close_code(comm) == 4401
+    assert await close_code(comm) == 1000
+    again = socket_of(browser, "/ws/sessions/")
+    assert (await again.connect(timeout=TIMEOUT))[0]
+    assert await close_code(again) == 4401
+
+
+async def test_after_the_browsers_own_password_change_its_list_reconnects(user):
+    browser = await database_sync_to_async(browser_of)(user)
+    comm = await open_list(browser)
+    await database_sync_to_async(change_own_password)(browser)
+    assert await close_code(comm) == 1000
+    await (await open_list(browser)).disconnect()
 
 
 async def test_a_list_stays_open_while_its_login_holds(user, monkeypatch):
