@@ -1,10 +1,9 @@
-"""The Django admin's login and password change behind the password-attempt throttle (`throttles.login_wait`).
+"""The Django admin's login and password change behind the password-attempt throttle (`throttles`).
 
 `/admin/login/` and `/admin/password_change/` check passwords as the login page and `POST /api/token/`
 do, so they share their count; otherwise they would be doors where a staff password could be guessed at
-full speed. Installed as
-the default admin site by `dag.accounts.apps.AdminConfig` (in INSTALLED_APPS in place of
-"django.contrib.admin").
+full speed. Installed as the default admin site by `dag.accounts.apps.AdminConfig` (in INSTALLED_APPS in
+place of "django.contrib.admin").
 """
 from __future__ import annotations
 
@@ -25,15 +24,7 @@ class ThrottledAdminSite(admin.AdminSite):
     def _throttled(view, request, extra_context):
         if request.method != "POST":
             return view(request, extra_context)
-        from .throttles import login_wait  # after the app registry: it reads dag.conf
-        wait = login_wait(request)
-        if wait is None:
-            return view(request, extra_context)
-        # The page as a GET shows it (Django's own context, `next` and never_cache included), with an
-        # unbound form: no password is looked at.
-        request.method = "GET"
-        response = view(request, {**(extra_context or {}), "retry_after": wait})
-        if response.status_code == 200:  # not the redirect a logged-in user's login page is
-            response.status_code = 429
-            response["Retry-After"] = str(wait)
-        return response
+        from .throttles import throttled_post  # after the app registry: it reads dag.conf
+        # Django's own view shows the page (its context, `next` and never_cache included).
+        return throttled_post(request, lambda: view(request, extra_context),
+                              lambda wait: view(request, {**(extra_context or {}), "retry_after": wait}))

@@ -45,6 +45,21 @@ def login_wait(request) -> int | None:
     return max(1, math.ceil(throttle.wait() or 1))
 
 
+def throttled_post(request, post, show_page):
+    """`post()`, the view's password check, while `request`'s client is within the rate; else the page as
+    `show_page(wait)` renders it, as a 429 with Retry-After. The page is shown as for a GET (the request's
+    method is changed so): an unbound form, and no password looked at."""
+    wait = login_wait(request)
+    if wait is None:
+        return post()
+    request.method = "GET"
+    response = show_page(wait)
+    if response.status_code == 200:  # not the redirect a logged-in user's admin login is
+        response.status_code = 429
+        response["Retry-After"] = str(wait)
+    return response
+
+
 def forget_attempts() -> None:
     """Forget every password attempt counted under this process's OPENPROGRAM_THROTTLE_PREFIX (tests; an
     administrator after a lock-out); attempts counted under another prefix stay.

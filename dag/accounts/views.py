@@ -10,35 +10,28 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
 from . import tokens
-from .throttles import login_wait
+from .throttles import throttled_post
 
 
 class ThrottledPost:
     """A password-checking form view whose POST over `OPENPROGRAM_LOGIN_RATE` is a 429 with Retry-After:
-    the page says when to try again, and no password is checked."""
+    the page (as its GET shows it) says when to try again, and no password is checked."""
 
     def post(self, request, *args, **kwargs):
-        wait = login_wait(request)
-        if wait is None:
-            return super().post(request, *args, **kwargs)
-        form = self.unbound_form()
-        response = self.render_to_response(self.get_context_data(form=form, retry_after=wait), status=429)
-        response["Retry-After"] = str(wait)
-        return response
+        return throttled_post(request, lambda: super(ThrottledPost, self).post(request, *args, **kwargs),
+                              lambda wait: self._page_saying_wait(wait, *args, **kwargs))
+
+    def _page_saying_wait(self, wait: int, *args, **kwargs):
+        self.extra_context = {**(self.extra_context or {}), "retry_after": wait}
+        return self.get(self.request, *args, **kwargs)
 
 
 class LoginView(ThrottledPost, auth_views.LoginView):
     """Django's login page, throttled."""
 
-    def unbound_form(self):
-        return self.get_form_class()(self.request)
-
 
 class PasswordChangeView(ThrottledPost, auth_views.PasswordChangeView):
     """Django's password change, throttled: it checks the old password, as a login does."""
-
-    def unbound_form(self):
-        return self.get_form_class()(self.request.user)
 
 
 @login_required

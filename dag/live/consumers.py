@@ -16,8 +16,7 @@ Close codes: 4400 a bad session id or query parameter, 4404 not logged in, not t
 session (one code, so the stream does not reveal which sessions exist), checked on connect and again at
 every heartbeat: a new owner ends the stream, and so does a logout, by way of 1000 at the heartbeat (the
 login the socket was opened with has ended: the page reconnects, and `connect()` decides; see
-dag.live.login_check); 4404 too for a path that is no
-stream (`NoSuchStreamConsumer`); 4503 (try again later) when the channel layer (Redis) cannot be reached:
+dag.live.login_check); 4404 too for a path that is no stream (`NoSuchStreamConsumer`); 4503 (try again later) when the channel layer (Redis) cannot be reached:
 the client reconnects and resyncs by revision, as after any drop (see dag.live.layer_outage).
 
 The database is the truth: the consumer joins the session's group *before* reading the snapshot and

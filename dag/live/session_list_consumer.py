@@ -12,9 +12,9 @@ Protocol (JSON):
   and phase repeat what the HTML shows, as data for the page's script (`ListRow.as_message`).
 Close codes: 4401 not logged in (on connect); 1000 once the login the socket was opened with has ended
 (a logout, a password change; checked every `OPENPROGRAM_WS_HEARTBEAT_S` seconds): the page reconnects
-with the cookie it holds now, and the handshake decides (dag.live.login_check); 4400 a message that is not JSON (or nested too deeply to read); 4503 (try
-again later) when the channel layer (Redis) cannot be reached: the page reconnects and resyncs with its
-watch (dag.live.layer_outage).
+with the cookie it holds now, and the handshake decides (dag.live.login_check); 4400 a message that is
+not JSON (or nested too deeply to read); 4503 (try again later) when the channel layer (Redis) cannot be
+reached: the page reconnects and resyncs with its watch (dag.live.layer_outage).
 
 Only the user's own sessions ever reach the socket: it joins only its user's group, and every row is
 read with the user as owner (a watched id of someone else's session is ignored).

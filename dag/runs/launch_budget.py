@@ -54,7 +54,8 @@ def _field_problem(name: str, value: Any) -> Optional[str]:
             isinstance(value, float) and not math.isfinite(value)):
         return f"must be a number of seconds from {low:g} to {high:g}, got {value!r}"
     if not low <= value <= high:
-        return f"must be from {low:g} to {high:g} seconds, got {value if isinstance(value, int) else format(value, 'g')}"
+        shown = value if isinstance(value, int) else format(value, "g")
+        return f"must be from {low:g} to {high:g} seconds, got {shown}"
     return None
 
 
