@@ -62,3 +62,7 @@ application = StartsReaper(ProtocolTypeRouter({
     "http": StaticFilesHandler(django_asgi_app),
     "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
 }))
+
+from openprogram_web.gc_tuning import tune_for_serving  # noqa: E402
+
+tune_for_serving()  # last: everything the server imports at start-up is in place

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 from celery import Celery
+from celery.signals import worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "openprogram_web.settings")
 
@@ -47,3 +48,9 @@ app.conf.update(
     # Wait for Redis at start-up instead of exiting (workers usually start beside it).
     broker_connection_retry_on_startup=True,
 )
+
+
+@worker_init.connect
+def _tune_garbage_collector(**_) -> None:
+    from openprogram_web.gc_tuning import tune_for_serving
+    tune_for_serving()  # the worker has imported the tasks and Django: see gc_tuning
