@@ -11,6 +11,8 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from . import timestamps
+
 
 class Session(models.Model):
     class Status(models.TextChoices):
@@ -181,4 +183,4 @@ def duration_ms(started, finished) -> int | None:
 
 
 def _iso(value) -> str | None:
-    return value.isoformat() if value else None
+    return timestamps.iso(value)

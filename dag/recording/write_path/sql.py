@@ -9,6 +9,7 @@ Each function runs in a `dag.recording.write_path.write_transaction.WriteTransac
 from __future__ import annotations
 
 import sqlite3
+from datetime import timezone
 from functools import lru_cache, partial
 from operator import attrgetter
 from typing import Optional
@@ -17,6 +18,7 @@ from django.db import DEFAULT_DB_ALIAS, connections, models
 from django.db.models import signals
 from django.db.models.base import ModelState
 
+from ... import timestamps
 from ...models import Node, Session
 from .. import json_text
 from .write_transaction import WriteTransaction, placeholders
@@ -52,6 +54,8 @@ def _adapt_datetime(value, connection):
         # text), without its layers of checks: two timestamps of every node go through here. With
         # USE_TZ off the zone is None, and Django's own adapter says why an aware value is refused.
         zone = connection.timezone
+        if zone is timezone.utc and value.tzinfo is timezone.utc:
+            return timestamps.sqlite_utc(value)
         if zone is not None:
             return str(value.astimezone(zone).replace(tzinfo=None))
     return connection.ops.adapt_datetimefield_value(value)

@@ -147,3 +147,27 @@ def test_a_backfill_is_prepared_as_the_orm_prepares_each_field(db):
     fast = sql._prepare(values.values(), preparing, connection)
     orm = [Node._meta.get_field(name).get_db_prep_save(value, connection) for name, value in values.items()]
     assert [_comparable(value) for value in fast] == [_comparable(value) for value in orm]
+
+
+AWARE_TIMES = st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2200, 1, 1),
+                           timezones=st.sampled_from([timezone.utc, ZoneInfo("Europe/Paris"), timezone(timedelta(hours=-5))]))
+
+
+@settings(max_examples=500, derandomize=True, deadline=None)
+@given(st.one_of(AWARE_TIMES, st.datetimes(), st.just(datetime(2026, 12, 2, 8, 0, 59, 999999, tzinfo=timezone.utc))))
+def test_a_timestamps_text_is_what_isoformat_and_djangos_sqlite_adapter_write(value):
+    from dag import timestamps
+
+    assert timestamps.iso(value) == value.isoformat()
+    if value.tzinfo is timezone.utc:
+        assert timestamps.sqlite_utc(value) == str(value.replace(tzinfo=None))
+
+
+def test_the_kept_seconds_stay_bounded():
+    from dag import timestamps
+
+    start = datetime(2026, 12, 2, tzinfo=timezone.utc)
+    for second in range(3 * timestamps.KEPT_SECONDS):
+        moment = start + timedelta(seconds=second, microseconds=second)
+        assert timestamps.iso(moment) == moment.isoformat()
+    assert len(timestamps._seconds) <= timestamps.KEPT_SECONDS
