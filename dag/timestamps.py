@@ -4,8 +4,8 @@ Every recorded node carries two timestamps, each written twice: as ISO text in i
 live stream) and as SQLite's text in its row. CPython formats a datetime in 2-5 us, which made these
 four conversions a fifth of the group-commit writer's work. A node's times fall within a few seconds
 of each other, so the text of the whole second is kept (for the last `KEPT_SECONDS` seconds seen) and
-only the microseconds are formatted per value. Aware UTC datetimes (the recorder's clock, Django's
-`timezone.now()`) take that way; any other value is formatted as before.
+only the microseconds are formatted per value. Aware UTC datetimes from 1970 to 2106 (the recorder's
+clock, Django's `timezone.now()`) take that way; any other value is formatted whole.
 """
 from __future__ import annotations
 
@@ -14,16 +14,22 @@ from typing import Optional
 
 UTC = timezone.utc
 KEPT_SECONDS = 64
+# Seconds since the epoch within which a float timestamp tells a value's whole second: below 2**32
+# (the year 2106) a double's spacing is under a microsecond, so N s + 999,999 us stays below N + 1.
+# Earlier and later values are formatted whole.
+_KEYED_UNTIL = 2 ** 32
 
 # Whole seconds since the epoch -> ("YYYY-MM-DDTHH:MM:SS", "YYYY-MM-DD HH:MM:SS"). Read and written
 # from several threads: a dict's get and set are atomic, and a lost entry is only made again.
 _seconds: dict[int, tuple[str, str]] = {}
 
 
-def _second_texts(value: datetime) -> tuple[str, str]:
-    # The float timestamp is within a microsecond of the value, far from the next whole second even
-    # at .999999 (its spacing near 2e9 is a quarter of a microsecond), so int() is the value's second.
-    key = int(value.timestamp())
+def _second_texts(value: datetime) -> Optional[tuple[str, str]]:
+    """The texts of `value`'s whole second (an aware UTC value); None outside the keyed range."""
+    stamp = value.timestamp()
+    if not 0 <= stamp < _KEYED_UNTIL:
+        return None
+    key = int(stamp)
     texts = _seconds.get(key)
     if texts is None:
         if len(_seconds) >= KEPT_SECONDS:
@@ -39,14 +45,18 @@ def iso(value: Optional[datetime]) -> Optional[str]:
         return None
     if value.tzinfo is not UTC:
         return value.isoformat()
+    texts = _second_texts(value)
+    if texts is None:
+        return value.isoformat()
     micro = value.microsecond
-    second = _second_texts(value)[0]
-    return "%s.%06d+00:00" % (second, micro) if micro else second + "+00:00"
+    return "%s.%06d+00:00" % (texts[0], micro) if micro else texts[0] + "+00:00"
 
 
 def sqlite_utc(value: datetime) -> str:
     """An aware UTC `value` as Django's SQLite backend stores it in a UTC database: naive text,
     `str(value.replace(tzinfo=None))`."""
+    texts = _second_texts(value)
+    if texts is None:
+        return str(value.replace(tzinfo=None))
     micro = value.microsecond
-    second = _second_texts(value)[1]
-    return "%s.%06d" % (second, micro) if micro else second
+    return "%s.%06d" % (texts[1], micro) if micro else texts[1]
