@@ -11,8 +11,6 @@ import uuid
 from django.conf import settings
 from django.db import models
 
-from . import timestamps
-
 
 class Session(models.Model):
     class Status(models.TextChoices):
@@ -183,4 +181,4 @@ def duration_ms(started, finished) -> int | None:
 
 
 def _iso(value) -> str | None:
-    return timestamps.iso(value)
+    return value.isoformat() if value else None

@@ -9,7 +9,6 @@ Each function runs in a `dag.recording.write_path.write_transaction.WriteTransac
 from __future__ import annotations
 
 import sqlite3
-from datetime import timezone
 from functools import lru_cache, partial
 from operator import attrgetter
 from typing import Optional
@@ -54,8 +53,8 @@ def _adapt_datetime(value, connection):
         # text), without its layers of checks: two timestamps of every node go through here. With
         # USE_TZ off the zone is None, and Django's own adapter says why an aware value is refused.
         zone = connection.timezone
-        if zone is timezone.utc and value.tzinfo is timezone.utc:
-            return timestamps.sqlite_utc(value)
+        if zone is timestamps.UTC and value.tzinfo is timestamps.UTC:
+            return timestamps.sqlite_utc(value)  # no conversion to make: only the text, made cheaply
         if zone is not None:
             return str(value.astimezone(zone).replace(tzinfo=None))
     return connection.ops.adapt_datetimefield_value(value)

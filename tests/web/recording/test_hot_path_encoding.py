@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from django.db import connection
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dag.models import Node
@@ -160,21 +160,39 @@ LAST_MICROSECONDS = st.sampled_from([datetime(2026, 12, 2, 8, 0, 59, 999999), da
                                      datetime(1970, 1, 1, 0, 0, 0, 1), datetime(2106, 2, 7, 6, 28, 15, 999999)])
 
 
-@settings(max_examples=500, derandomize=True, deadline=None)
-@given(st.one_of(AWARE_TIMES, st.datetimes(), LAST_MICROSECONDS.map(lambda value: value.replace(tzinfo=timezone.utc))))
-def test_a_timestamps_text_is_what_isoformat_and_djangos_sqlite_adapter_write(value):
+@settings(max_examples=500, derandomize=True, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # `db` only opens the connection
+@given(st.one_of(AWARE_TIMES, LAST_MICROSECONDS.map(lambda value: value.replace(tzinfo=timezone.utc))))
+def test_a_recorded_time_is_adapted_as_djangos_adapter_adapts_it(db, value):
     from dag import timestamps
 
-    assert timestamps.iso(value) == value.isoformat()
+    assert sql._adapt_datetime(value, connection) == connection.ops.adapt_datetimefield_value(value)
     if value.tzinfo is timezone.utc:
         assert timestamps.sqlite_utc(value) == str(value.replace(tzinfo=None))
 
 
-def test_the_kept_seconds_stay_bounded():
+def test_a_database_in_another_zone_takes_djangos_conversion(db, monkeypatch):
+    """SQLite's DATABASES["default"]["TIME_ZONE"] makes stored times local to it: no shortcut applies."""
+    from django.db import connections
+
+    wrapper = connections["default"]  # not the `connection` proxy: its cached zone is the wrapper's
+    if wrapper.vendor != "sqlite":
+        pytest.skip("TIME_ZONE of the connection is what SQLite's adapter converts to")
+    monkeypatch.setitem(wrapper.settings_dict, "TIME_ZONE", "Europe/Paris")
+    monkeypatch.delitem(wrapper.__dict__, "timezone", raising=False)  # a cached_property
+    try:
+        moment = datetime(2026, 12, 2, 8, 0, 0, 250000, tzinfo=timezone.utc)
+        assert sql._adapt_datetime(moment, wrapper) == "2026-12-02 09:00:00.250000"
+        assert sql._adapt_datetime(moment, wrapper) == wrapper.ops.adapt_datetimefield_value(moment)
+    finally:
+        wrapper.__dict__.pop("timezone", None)
+
+
+def test_the_kept_seconds_are_used_and_stay_bounded():
     from dag import timestamps
 
     start = datetime(2026, 12, 2, tzinfo=timezone.utc)
     for second in range(3 * timestamps.KEPT_SECONDS):
         moment = start + timedelta(seconds=second, microseconds=second)
-        assert timestamps.iso(moment) == moment.isoformat()
-    assert len(timestamps._seconds) <= timestamps.KEPT_SECONDS
+        assert timestamps.sqlite_utc(moment) == str(moment.replace(tzinfo=None))
+    assert 0 < len(timestamps._seconds) <= timestamps.KEPT_SECONDS
