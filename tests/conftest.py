@@ -20,6 +20,15 @@ os.environ["OPENPROGRAM_THROTTLE_PREFIX"] = THROTTLE_PREFIX
 settings.CACHES["throttles"] = throttle_cache(THROTTLE_PREFIX)
 
 
+def pytest_collection_finish(session):
+    """Tune this process's garbage collector as a server's is (`openprogram_web.gc_tuning`), once every
+    test module is imported: some import the ASGI module, which tunes the process that imports it, and
+    every test then runs under the same settings whichever modules a run collects."""
+    from openprogram_web.gc_tuning import tune_for_serving
+
+    tune_for_serving()
+
+
 def pytest_sessionfinish(session):
     """Remove this run's throttle directory (on the file cache; Redis keys go with `forget_attempts`)."""
     if settings.CACHES["throttles"]["BACKEND"].endswith("FileBasedCache"):

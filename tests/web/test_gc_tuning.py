@@ -1,5 +1,6 @@
-"""Serving processes run with the garbage collector tuned for recording (`openprogram_web.gc_tuning`);
-each check runs in a child process, so this test process keeps CPython's defaults."""
+"""Serving processes run with the garbage collector tuned for recording (`openprogram_web.gc_tuning`).
+Each check runs in a child process, which starts with CPython's defaults (this test process is tuned
+too, by tests/conftest.py)."""
 import os
 import subprocess
 import sys
@@ -15,8 +16,10 @@ def collector_after(code: str, tmp_path) -> tuple[tuple[int, ...], int]:
     report = "import gc; print(*gc.get_threshold()); print(gc.get_freeze_count())"
     env = {**os.environ, "OPENPROGRAM_VAR_DIR": str(tmp_path / "var"),
            "DJANGO_SETTINGS_MODULE": "openprogram_web.settings"}
-    out = subprocess.run([sys.executable, "-c", f"{code}\n{report}"], cwd=ROOT, env=env,
-                         capture_output=True, text=True, check=True).stdout.splitlines()
+    child = subprocess.run([sys.executable, "-c", f"{code}\n{report}"], cwd=ROOT, env=env,
+                           capture_output=True, text=True)
+    assert child.returncode == 0, child.stderr
+    out = child.stdout.splitlines()
     return tuple(int(value) for value in out[-2].split()), int(out[-1])
 
 
