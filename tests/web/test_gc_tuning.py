@@ -23,7 +23,7 @@ def collector_after(code: str, tmp_path) -> tuple[tuple[int, ...], int]:
     return tuple(int(value) for value in out[-2].split()), int(out[-1])
 
 
-def test_importing_nothing_keeps_the_defaults(tmp_path):
+def test_django_alone_keeps_the_defaults(tmp_path):
     thresholds, frozen = collector_after("import django; django.setup()", tmp_path)
     assert thresholds != THRESHOLDS and frozen == 0
 

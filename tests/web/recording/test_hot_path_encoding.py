@@ -156,8 +156,9 @@ AWARE_TIMES = st.one_of(
     st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=ZONES),
     st.datetimes(min_value=datetime(1969, 12, 31, 23, 59), max_value=datetime(1970, 1, 1, 0, 1), timezones=ZONES),
     st.datetimes(min_value=datetime(2106, 2, 7, 6, 27), max_value=datetime(2106, 2, 7, 6, 29), timezones=ZONES))
-LAST_MICROSECONDS = st.sampled_from([datetime(2026, 12, 2, 8, 0, 59, 999999), datetime(1969, 12, 31, 23, 59, 59, 999999),
-                                     datetime(1970, 1, 1, 0, 0, 0, 1), datetime(2106, 2, 7, 6, 28, 15, 999999)])
+LAST_MICROSECONDS = st.sampled_from([
+    datetime(2026, 12, 2, 8, 0, 59, 999999), datetime(1969, 12, 31, 23, 59, 59, 999999),
+    datetime(1970, 1, 1, 0, 0, 0, 1), datetime(2106, 2, 7, 6, 28, 15, 999999)])
 
 
 @settings(max_examples=500, derandomize=True, deadline=None,
