@@ -9,10 +9,11 @@ from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dag import timestamps
 from dag.models import Node
 from dag.recording import values
 from dag.recording.json_text import dumps, dumps_compact
@@ -165,8 +166,6 @@ LAST_MICROSECONDS = st.sampled_from([
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # `db` only opens the connection
 @given(st.one_of(AWARE_TIMES, LAST_MICROSECONDS.map(lambda value: value.replace(tzinfo=timezone.utc))))
 def test_a_recorded_time_is_adapted_as_djangos_adapter_adapts_it(db, value):
-    from dag import timestamps
-
     assert sql._adapt_datetime(value, connection) == connection.ops.adapt_datetimefield_value(value)
     if value.tzinfo is timezone.utc:
         assert timestamps.sqlite_utc(value) == str(value.replace(tzinfo=None))
@@ -174,8 +173,6 @@ def test_a_recorded_time_is_adapted_as_djangos_adapter_adapts_it(db, value):
 
 def test_a_database_in_another_zone_takes_djangos_conversion(db, monkeypatch):
     """SQLite's DATABASES["default"]["TIME_ZONE"] makes stored times local to it: no shortcut applies."""
-    from django.db import connections
-
     wrapper = connections["default"]  # not the `connection` proxy: its cached zone is the wrapper's
     if wrapper.vendor != "sqlite":
         pytest.skip("TIME_ZONE of the connection is what SQLite's adapter converts to")
@@ -190,8 +187,6 @@ def test_a_database_in_another_zone_takes_djangos_conversion(db, monkeypatch):
 
 
 def test_the_kept_seconds_are_used_and_stay_bounded():
-    from dag import timestamps
-
     start = datetime(2026, 12, 2, tzinfo=timezone.utc)
     for second in range(3 * timestamps.KEPT_SECONDS):
         moment = start + timedelta(seconds=second, microseconds=second)
