@@ -41,6 +41,9 @@ class Session(models.Model):
     model = models.CharField(max_length=200, blank=True)
     rev = models.PositiveBigIntegerField(default=0)
     node_count = models.PositiveIntegerField(default=0)  # also the next node's seq
+    # What the session holds, as the per-user storage limit counts it (`dag.stored_size`): measured by
+    # the write path when the session ends (it cannot grow after), None while it has not.
+    stored_bytes = models.PositiveBigIntegerField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -131,8 +131,8 @@ def create_session(owner, function: str, args, budget: dict | None = None, model
         model = clean_model(model) or configured_model()
     except ModelProblem as exc:
         raise LaunchRejected({"model": [str(exc)]}) from None
-    # The storage sum reads every node of the user's sessions; it is approximate anyway, so it runs
-    # before the lock (on SQLite the database's write lock) that only the run count needs.
+    # The storage sum reads the nodes of the user's unfinished sessions; it is approximate anyway, so it
+    # runs before the lock (on SQLite the database's write lock) that only the run count needs.
     over_storage = quotas.storage_problem(owner)
     if over_storage:
         raise LaunchLimited(over_storage)

@@ -2,8 +2,8 @@
 
 - `OPENPROGRAM_MAX_ACTIVE_RUNS_PER_USER` (default 4): sessions queued or running at once;
 - `OPENPROGRAM_MAX_STORED_BYTES_PER_USER` (default 200 MB): what the user's sessions hold, measured as
-  the length of their arguments and results and of their nodes' inputs and outputs as JSON text (an
-  approximation of the rows' size, summed by the database).
+  the length of their arguments and results and of their nodes' inputs and outputs as JSON text
+  (`dag.stored_size`: ended sessions by the size stored when they ended, the others from their nodes).
 
 0 turns a limit off. The check and the new session's row are one transaction, under a lock on the
 user's row, so launches sent at once cannot all slip under the limit.
@@ -11,11 +11,10 @@ user's row, so launches sent at once cannot all slip under the limit.
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.db.models import Sum, TextField, Value
-from django.db.models.functions import Cast, Coalesce, Length
 
 from ..conf import conf
-from ..models import Node, Session
+from ..models import Session
+from ..stored_size import owner_bytes
 
 ACTIVE = (Session.Status.QUEUED, Session.Status.RUNNING)
 
@@ -36,16 +35,9 @@ def active_runs_problem(owner) -> str | None:
             f"(setting OPENPROGRAM_MAX_ACTIVE_RUNS_PER_USER): wait for one to end, or stop one")
 
 
-def _text_length(*fields):
-    return sum((Coalesce(Length(Cast(field, TextField())), Value(0)) for field in fields[1:]),
-               Coalesce(Length(Cast(fields[0], TextField())), Value(0)))
-
-
 def stored_bytes(owner) -> int:
     """About how much `owner`'s sessions hold: their JSON payloads' length as text."""
-    sessions = Session.objects.filter(owner=owner).aggregate(size=Sum(_text_length("args", "result")))["size"]
-    nodes = Node.objects.filter(session__owner=owner).aggregate(size=Sum(_text_length("input", "output")))["size"]
-    return (sessions or 0) + (nodes or 0)
+    return owner_bytes(owner)
 
 
 def storage_problem(owner) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ...models import Node, Session
+from ...stored_size import session_bytes
 from .write_transaction import WriteTransaction
 
 
@@ -27,6 +28,8 @@ def insert_imported_session(owner, session_fields: dict, node_fields: list[dict]
                 linked.append(node)
         Node.objects.bulk_update(linked, ["parent"])
         rev = max([session_fields.get("rev", 0)] + [node.rev for node in nodes])
-        Session.objects.filter(pk=session.pk).update(rev=rev, node_count=len(nodes))
+        ended = session.status in Session.TERMINAL
+        Session.objects.filter(pk=session.pk).update(rev=rev, node_count=len(nodes),
+                                                     stored_bytes=session_bytes(session.pk) if ended else None)
         session.refresh_from_db()
     return session  # nothing to publish: no one can be watching a session that did not exist

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from ...live.session_list_notify import list_notifier
 from ...models import Node, Session
+from ...stored_size import session_bytes
 from ..values import clean_text, json_safe
 from .process_writer import flush_session, session_ended
 from .nodes import close_open_nodes_in
@@ -35,6 +36,8 @@ NODE_STATUS_AT_END = {
     Session.Status.CANCELLED: Node.Status.CANCELLED,
     Session.Status.INTERRUPTED: Node.Status.INTERRUPTED,
 }
+# Changing any of these on an ended session (its end, or an admin's edit after) measures its size again.
+SIZED_FIELDS = frozenset({"status", "args", "result"})
 _UNSET = object()
 
 
@@ -88,8 +91,17 @@ def update_session_in(tx: WriteTransaction, session_id, *, unless_terminal: bool
     if not rows.update(rev=rev, **_json_safe_fields(fields)):
         return None
     session = Session.objects.get(pk=session_id)  # the expressions' values (e.g. started_at) as stored
+    if session.is_terminal and not SIZED_FIELDS.isdisjoint(fields):
+        _store_size(session)
     publish_after_commit(tx, session_id, [session_message(session)])
     return session
+
+
+def _store_size(session: Session) -> None:
+    """Measure the ended `session` into `stored_bytes`: it holds all it will (a run's writes after its
+    end are refused), and the storage limit reads this instead of its nodes (`dag.stored_size`)."""
+    session.stored_bytes = session_bytes(session.pk)
+    Session.objects.filter(pk=session.pk).update(stored_bytes=session.stored_bytes)
 
 
 def _status_fields(status: str, result: Any = _UNSET, error: Optional[str] = None) -> dict:
