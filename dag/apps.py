@@ -9,3 +9,4 @@ class DagConfig(AppConfig):
     def ready(self) -> None:
         from . import checks  # noqa: F401 (registers the system checks)
         from .accounts import tokens  # noqa: F401 (logging out revokes API tokens)
+        from .live import login_check  # noqa: F401 (logging out closes the session's live sockets)

@@ -14,9 +14,9 @@ Protocol (server -> client, JSON):
   its own, which may be off by minutes or hours.
 Close codes: 4400 a bad session id or query parameter, 4404 not logged in, not the owner, or no such
 session (one code, so the stream does not reveal which sessions exist), checked on connect and again at
-every heartbeat: a new owner ends the stream, and so does a logout, by way of 1000 at the heartbeat (the
-login the socket was opened with has ended: the page reconnects, and `connect()` decides; see
-dag.live.login_check); 4404 too for a path that is no stream (`NoSuchStreamConsumer`); 4503 (try again later) when the channel layer (Redis) cannot be reached:
+every heartbeat: a new owner ends the stream, and so does a logout or a password change, by way of 1000
+(the login the socket was opened with has ended: the page reconnects, and `connect()` decides; the
+socket is told at once, the heartbeat is the backstop; see dag.live.login_check); 4404 too for a path that is no stream (`NoSuchStreamConsumer`); 4503 (try again later) when the channel layer (Redis) cannot be reached:
 the client reconnects and resyncs by revision, as after any drop (see dag.live.layer_outage).
 
 The database is the truth: the consumer joins the session's group *before* reading the snapshot and
@@ -46,7 +46,7 @@ from ..runs.leases import worker_id
 from . import broadcast
 from .frames import encoded_live_frames, snapshot_frames
 from .layer_outage import ClosesOnLayerOutage
-from .login_check import CLOSE_RECONNECT, login_still_holds
+from .login_check import CLOSE_RECONNECT, EndsWithItsLogin, login_still_holds
 from .node_rows import node_dicts
 
 log = logging.getLogger(__name__)
@@ -125,7 +125,7 @@ def run_state(session_id: uuid.UUID) -> tuple[int, str, str] | None:
 REMOTE_POLL_S = 0.2
 
 
-class SessionConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
+class SessionConsumer(EndsWithItsLogin, ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
     layer_use = "a live stream's layer call"
     session_id: uuid.UUID | None = None
     group: str | None = None
@@ -155,6 +155,7 @@ class SessionConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
             return
         self.user = user
         self.session_id = session_id
+        await self.follow_login(user)
         self.group = broadcast.group_name(session_id)
         # Join first, then read: a change committed in between is in both, and the rev check drops it.
         await self.join_group(self.group)
@@ -167,6 +168,7 @@ class SessionConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
 
     async def disconnect(self, code):
         self.stop_tasks()
+        await self.stop_following_login()
         if self.group is not None:
             await self.leave_group(self.group)
 
@@ -174,6 +176,15 @@ class SessionConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
         for task in (self._heartbeat_task, self._follow_task):
             if task is not None:
                 task.cancel()
+
+    async def login_lost(self) -> None:
+        """A logout or a password change ended the socket's login (`EndsWithItsLogin`)."""
+        async with self._lock:
+            if self.refused:
+                return  # closed already, by the heartbeat
+            self.refused = True
+            self.stop_tasks()
+            await self.close(code=CLOSE_RECONNECT, reason="the login changed; reconnect")
 
     async def receive(self, text_data=None, bytes_data=None):
         """The stream is one-way; whatever the client sends is ignored."""
@@ -251,6 +262,8 @@ class SessionConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
             while True:
                 await asyncio.sleep(interval)
                 async with self._lock:
+                    if self.refused:
+                        return  # closed already: its login ended
                     # Checked first: nothing more is sent to a viewer who may no longer see the session.
                     latest = await database_sync_to_async(owned_rev)(self.session_id, self.user.pk)
                     if latest is None:

@@ -10,18 +10,35 @@ Such a socket is closed with `CLOSE_RECONNECT`, not as refused: the login it was
 but the browser may hold another by now (a password change in another of its tabs gives its session a
 new key), and only a new handshake carries the browser's current cookie. Its `connect()` decides: after
 a logout it refuses, for good.
+
+The heartbeat's check is the backstop. A logout and a password change are also told at once to the
+user's open sockets, through the channel layer (every process's, with Redis): each socket follows its
+user's `login_group` (`EndsWithItsLogin`); a logout names the session that ended (by a digest of its
+key: the key itself never enters the layer), and the sockets opened with it close; a password change
+makes each socket check its own login again. The telling is best effort: when the layer cannot be
+reached, the next heartbeat closes them.
 """
 from __future__ import annotations
 
+import hashlib
+import logging
 from importlib import import_module
 from types import SimpleNamespace
 
+from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
 from django.conf import settings
 from django.contrib.auth import get_user
+from django.contrib.auth.signals import user_logged_out
+from django.db import transaction
+from django.dispatch import receiver
+
+log = logging.getLogger(__name__)
 
 # A normal close, which the pages answer by reconnecting (their final codes are 4400, 4401 and 4404).
 CLOSE_RECONNECT = 1000
+LOGIN_EVENT = "login.changed"  # handled by `EndsWithItsLogin.login_changed`
 
 
 class _SessionCopy(dict):
@@ -50,3 +67,85 @@ async def login_still_holds(scope, user) -> bool:
     if "session" not in scope:
         return True  # its user came without a session (a test's scope): there is no login that can end
     return await database_sync_to_async(still_logged_in)(scope["session"].session_key, user.pk)
+
+
+def login_group(user_id) -> str:
+    """The channel-layer group of every open live socket of the user `user_id`."""
+    return f"logins.{user_id}"
+
+
+def _digest(session_key: str) -> str:
+    return hashlib.sha256(session_key.encode()).hexdigest()
+
+
+def tell_open_sockets(user_id, ended_session_key: str | None = None) -> None:
+    """Tell the user's open sockets that a login of theirs ended: those opened with `ended_session_key`
+    close; without one, each checks its own login. Best effort: a layer that cannot be reached is
+    logged, and the sockets' heartbeat closes them instead."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    event = {"type": LOGIN_EVENT}
+    if ended_session_key:
+        event["ended"] = _digest(ended_session_key)
+    try:
+        async_to_sync(layer.group_send)(login_group(user_id), event)
+    except Exception:  # a logout or a password change must not fail for the live view's sake
+        log.warning("telling the open live sockets of user %s that a login ended failed", user_id, exc_info=True)
+
+
+@receiver(user_logged_out, dispatch_uid="dag.live.login_check.on_logout")
+def on_logout(sender, request, user, **kwargs):
+    """The sockets opened with the session that logs out close now, not at their next heartbeat. They
+    are told by the session's key, which `logout` deletes only after this signal: a socket asking
+    whether its login holds could still find it."""
+    session = getattr(request, "session", None)
+    if user is not None and session is not None and session.session_key:
+        tell_open_sockets(user.pk, session.session_key)
+
+
+class EndLiveSocketsOnPasswordChange:
+    """Listed in AUTH_PASSWORD_VALIDATORS for its `password_changed` hook (called once a user's new
+    password is saved): the user's open sockets check their logins again once it commits, and those
+    signed with the old password close. It validates nothing."""
+
+    def validate(self, password, user=None):
+        return None
+
+    def password_changed(self, password, user=None):
+        if user is not None and user.pk is not None:
+            user_id = user.pk
+            transaction.on_commit(lambda: tell_open_sockets(user_id))
+
+    def get_help_text(self):
+        return ""
+
+
+class EndsWithItsLogin:
+    """For a live consumer (a `ClosesOnLayerOutage`, which has `join_group` and `leave_group`): follow
+    the user's `login_group` once the socket is let in, and call `login_lost()` (the consumer's own
+    close) when a logout or a password change ends the socket's login."""
+
+    _login_group: str | None = None
+
+    async def follow_login(self, user) -> None:
+        self._login_group = login_group(user.pk)
+        await self.join_group(self._login_group)
+
+    async def stop_following_login(self) -> None:
+        group, self._login_group = self._login_group, None
+        if group is not None:
+            await self.leave_group(group)
+
+    async def login_changed(self, event) -> None:
+        session = self.scope.get("session")
+        key = session.session_key if session is not None else None
+        if "ended" in event:
+            if key is None or _digest(key) != event["ended"]:
+                return  # another of the user's logins ended
+        elif await login_still_holds(self.scope, self.user):
+            return
+        await self.login_lost()
+
+    async def login_lost(self) -> None:
+        raise NotImplementedError

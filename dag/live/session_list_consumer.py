@@ -11,12 +11,12 @@ Protocol (JSON):
   A row is `{"id", "status", "phase", "created_at", "html"}`, its HTML the page's own row template; status
   and phase repeat what the HTML shows, as data for the page's script (`ListRow.as_message`).
 Close codes: 4401 not logged in (on connect); 1000 once the login the socket was opened with has ended
-(a logout, a password change; checked every `OPENPROGRAM_WS_HEARTBEAT_S` seconds): the page reconnects
+(a logout, a password change: told at once, and checked every `OPENPROGRAM_WS_HEARTBEAT_S` seconds): the page reconnects
 with the cookie it holds now, and the handshake decides (dag.live.login_check); 4400 a message that is
 not JSON (or nested too deeply to read); 4503 (try again later) when the channel layer (Redis) cannot be
 reached: the page reconnects and resyncs with its watch (dag.live.layer_outage).
 
-Only the user's own sessions ever reach the socket: it joins only its user's group, and every row is
+Only the user's own sessions ever reach the socket: it joins only its user's groups, and every row is
 read with the user as owner (a watched id of someone else's session is ignored).
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ from ..conf import conf
 from . import broadcast
 from .layer_outage import ClosesOnLayerOutage
 from .list_rows import MAX_WATCHED, owned_row_message, owned_row_messages
-from .login_check import CLOSE_RECONNECT, login_still_holds
+from .login_check import CLOSE_RECONNECT, EndsWithItsLogin, login_still_holds
 from .session_list_notify import owner_group
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ def parse_newer_than(value) -> datetime | None:
         return None
 
 
-class SessionListConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
+class SessionListConsumer(EndsWithItsLogin, ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
     layer_use = "a session list's layer call"
     group: str | None = None
     _login_task = None
@@ -80,14 +80,24 @@ class SessionListConsumer(ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
         if self.user is None or not self.user.is_authenticated:
             await self.close(code=CLOSE_NOT_LOGGED_IN, reason="log in to follow your sessions")
             return
+        await self.follow_login(self.user)
         self.group = owner_group(self.user.pk)
         await self.join_group(self.group)
         self._login_task = asyncio.create_task(self._close_once_logged_out())
 
     async def disconnect(self, code):
         self.stop_tasks()
+        await self.stop_following_login()
         if self.group is not None:
             await self.leave_group(self.group)
+
+    async def login_lost(self) -> None:
+        """A logout or a password change ended the socket's login (`EndsWithItsLogin`)."""
+        if self.group is None:
+            return  # not listening any more: closed already
+        self.stop_tasks()
+        await self._stop_listening()
+        await self.close(code=CLOSE_RECONNECT, reason="the login changed; reconnect")
 
     def stop_tasks(self) -> None:
         if self._login_task is not None:

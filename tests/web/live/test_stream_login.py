@@ -1,6 +1,6 @@
 """An open live socket ends with its login: after a logout or a password change, the session list
-(`ws/sessions/`) and a session's stream (`ws/sessions/{id}/`) close with 1000 (reconnect) at their next
-heartbeat, and the reconnect decides: refused after a logout, let in after the browser's own password
+(`ws/sessions/`) and a session's stream (`ws/sessions/{id}/`) close with 1000 (reconnect), told at once
+through the channel layer or, that failing, at their next heartbeat, and the reconnect decides: refused after a logout, let in after the browser's own password
 change (its session has a new key). A stream whose session changed owner closes with 4404. Before that,
 a socket whose login holds goes on as usual. Through the real ASGI stack, so the login is the session
 cookie's."""
@@ -218,3 +218,59 @@ async def test_a_list_whose_check_fails_is_closed_to_reconnect_not_left_unchecke
     comm = await open_list(await database_sync_to_async(browser_of)(user))
     monkeypatch.setattr(login_check, "still_logged_in", failing_check)
     assert await close_code(comm) == 1000  # not 4401, after which the page would stop reconnecting
+
+
+# --- told at once, not at the heartbeat --------------------------------------------------------------
+
+@pytest.fixture
+def no_heartbeat_in_the_test(settings):
+    """A heartbeat later than any test's end: a close that arrives came from being told."""
+    settings.OPENPROGRAM_WS_HEARTBEAT_S = 3600
+
+
+async def opened(browser, path: str) -> WebsocketCommunicator:
+    comm = socket_of(browser, path)
+    assert (await comm.connect(timeout=TIMEOUT))[0]
+    if path == "/ws/sessions/":
+        await comm.send_json_to({"type": "watch", "ids": []})
+    assert (await comm.receive_json_from(timeout=TIMEOUT))["type"] in ("rows", "snapshot")  # it is let in
+    return comm
+
+
+@pytest.mark.parametrize("how", ["logout", "password change"])
+@pytest.mark.parametrize("stream", ["list", "session"])
+async def test_the_sockets_of_a_login_that_ends_close_at_once(user, session, how, stream, no_heartbeat_in_the_test):
+    browser = await database_sync_to_async(browser_of)(user)
+    comm = await opened(browser, "/ws/sessions/" if stream == "list" else f"/ws/sessions/{session.pk}/")
+    await database_sync_to_async(end_login)(how, browser, user)
+    assert await close_code(comm) == 1000
+
+
+async def test_a_logout_closes_only_the_sockets_of_that_login(user, session, no_heartbeat_in_the_test):
+    leaving, staying = await database_sync_to_async(browser_of)(user), await database_sync_to_async(browser_of)(user)
+    gone, kept = await opened(leaving, f"/ws/sessions/{session.pk}/"), await opened(staying, f"/ws/sessions/{session.pk}/")
+    listed = await opened(staying, "/ws/sessions/")
+    await database_sync_to_async(log_out)(leaving)
+    assert await close_code(gone) == 1000
+    # The other browser's sockets stream on: a change of the session still reaches its stream.
+    await database_sync_to_async(write_path.create_node)(session.pk, kind="code", name="step")
+    message = await kept.receive_json_from(timeout=TIMEOUT)
+    assert message["type"] == "node" and message["node"]["name"] == "step"
+    await listed.send_json_to({"type": "watch", "ids": [str(session.pk)]})
+    while (message := await listed.receive_json_from(timeout=TIMEOUT))["type"] == "row":
+        continue  # the node's change of the session's row, sent to the list meanwhile
+    assert message["type"] == "rows" and [row["id"] for row in message["rows"]] == [str(session.pk)]
+    await kept.disconnect()
+    await listed.disconnect()
+
+
+async def test_a_logout_succeeds_when_the_sockets_cannot_be_told(user, monkeypatch, caplog):
+    from channels.layers import get_channel_layer
+
+    async def unreachable(*args, **kwargs):
+        raise ConnectionError("the channel layer is away")
+
+    monkeypatch.setattr(get_channel_layer(), "group_send", unreachable)
+    browser = await database_sync_to_async(browser_of)(user)
+    await database_sync_to_async(log_out)(browser)  # a 302 to the login page, as always
+    assert "telling the open live sockets" in caplog.text
