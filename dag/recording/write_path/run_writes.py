@@ -9,9 +9,17 @@ made ids useless as an order. Blocks grow from `FIRST_BLOCK` to `LARGEST_BLOCK` 
 more, so a short run reserves few and a long one one query per thousand calls; ids left in a block
 when the run ends are never used. `seq` and `rev` are given by the writer, under the session's lock.
 
-Inside an enclosing transaction (a test's, a caller's `atomic`), writes are made at once, in it, as
-one transaction each (`nodes.create_node`, `nodes.finish_node`): the writer's connection could not see
-that transaction's rows, and a rollback must take the writes with it.
+Inside a transaction around the run (a test's), writes are made at once, in it, as one transaction
+each (`nodes.create_node`, `nodes.finish_node`): the writer's connection could not see that
+transaction's rows, and a rollback must take the writes with it. Inside an `atomic` block the run's own
+code opens (a tool saving the app's rows), the calls it makes still happened whatever becomes of the
+block:
+- on PostgreSQL they are written in the block, at once, after the run's queued writes (their parents,
+  which the block's foreign keys must find) have been committed;
+- on SQLite the block holds the database's write lock from its start (IMMEDIATE), so nothing could be
+  committed before it ends: its calls are queued as usual and the writer commits them once the block
+  has. A block that makes more calls than the queue holds (a batch, 100) waits for room that the
+  writer cannot make until the busy timeout ends it, and the run fails with "database is locked".
 """
 from __future__ import annotations
 
@@ -49,6 +57,9 @@ class RunWrites:
         self._block = FIRST_BLOCK
         self._ids_lock = threading.Lock()
         self._local = threading.local()
+        # Made inside a transaction (a test's): the run's writes never went to the writer, nothing to
+        # commit first when they are made in it.
+        self._enclosed = connections[DEFAULT_DB_ALIAS].in_atomic_block
 
     def create(self, **fields: Any) -> Node:
         """A new node of the session, its id set, its write queued (or made, inside a transaction).
@@ -83,10 +94,25 @@ class RunWrites:
             raise failure
 
     def _grouped(self) -> Optional[GroupWriter]:
+        """The writer to queue on; None: write at once, in this thread's transaction (see the module)."""
         connection = self._connection()
-        if connection.in_atomic_block or connection.vendor not in DRIVER_VENDORS:
+        if connection.vendor not in DRIVER_VENDORS:
+            return None
+        if connection.in_atomic_block and (self._enclosed or connection.vendor != "sqlite"):
+            self._commit_queued_first()
             return None
         return self._writer or process_writer()
+
+    def _commit_queued_first(self) -> None:
+        """Before a write inside a transaction the run opened (not on SQLite): commit the run's queued
+        writes, the parents of what the transaction writes (its foreign keys would find none at its
+        commit)."""
+        writer = self._writer or running_writer()
+        if self._enclosed or writer is None:
+            return
+        failure = writer.flush(self.session_id)
+        if failure is not None:
+            raise failure
 
     def _connection(self):
         """This thread's default connection. `connections[alias]` goes through asgiref's context-aware

@@ -413,3 +413,27 @@ def test_hidden_parameters_are_masked_in_the_recorded_input():
         fetch("https://example.org", api_token="s3cret")
     [node] = nodes_of(session)
     assert node.input == {"url": "https://example.org", "api_token": "<hidden>"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_calls_made_inside_a_transaction_the_run_opens_are_recorded_under_their_queued_caller():
+    """A tool that writes the app's own rows does it in `atomic`: the calls it makes there are written in
+    that transaction, after the run's queued writes (their parents) have been committed."""
+    from django.db import transaction
+
+    @agentic_function(register_globally=False)
+    def leaf(i: int) -> int:
+        return i
+
+    @agentic_function(register_globally=False)
+    def saves_in_a_transaction(n: int) -> int:
+        with transaction.atomic():
+            return leaf(n) + leaf(n + 1)
+
+    session = new_session()
+    with recording(session):
+        assert saves_in_a_transaction(3) == 7
+    nodes = nodes_of(session)
+    assert [(node.name, node.status) for node in nodes] == [
+        ("saves_in_a_transaction", "completed"), ("leaf", "completed"), ("leaf", "completed")]
+    assert [node.parent_id for node in nodes] == [None, nodes[0].pk, nodes[0].pk]
