@@ -184,7 +184,6 @@ CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or REDIS_URL
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "dag.accounts.tokens.RevokeTokensOnPasswordChange"},  # a new password revokes the API tokens
-    {"NAME": "dag.live.login_check.EndLiveSocketsOnPasswordChange"},  # ... and closes the old login's sockets
 ]
 # No mail leaves this server (there is no password reset): anything that tries to send one is an error.
 EMAIL_BACKEND = "openprogram_web.mail.RefusingEmailBackend"

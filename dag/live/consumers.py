@@ -15,8 +15,8 @@ Protocol (server -> client, JSON):
 Close codes: 4400 a bad session id or query parameter, 4404 not logged in, not the owner, or no such
 session (one code, so the stream does not reveal which sessions exist), checked on connect and again at
 every heartbeat: a new owner ends the stream, and so does a logout or a password change, by way of 1000
-(the login the socket was opened with has ended: the page reconnects, and `connect()` decides; the
-socket is told at once, the heartbeat is the backstop; see dag.live.login_check); 4404 too for a path that is no stream (`NoSuchStreamConsumer`); 4503 (try again later) when the channel layer (Redis) cannot be reached:
+(the login the socket was opened with has ended: the page reconnects, and `connect()` decides; a
+logout is told at once, the heartbeat is the backstop; see dag.live.login_check); 4404 too for a path that is no stream (`NoSuchStreamConsumer`); 4503 (try again later) when the channel layer (Redis) cannot be reached:
 the client reconnects and resyncs by revision, as after any drop (see dag.live.layer_outage).
 
 The database is the truth: the consumer joins the session's group *before* reading the snapshot and
@@ -173,8 +173,9 @@ class SessionConsumer(EndsWithItsLogin, ClosesOnLayerOutage, AsyncJsonWebsocketC
             await self.leave_group(self.group)
 
     def stop_tasks(self) -> None:
+        current = asyncio.current_task()  # a task that stops the others ends by itself, its close sent
         for task in (self._heartbeat_task, self._follow_task):
-            if task is not None:
+            if task is not None and task is not current:
                 task.cancel()
 
     async def login_lost(self) -> None:
@@ -232,6 +233,8 @@ class SessionConsumer(EndsWithItsLogin, ClosesOnLayerOutage, AsyncJsonWebsocketC
             return False
         session = await database_sync_to_async(read_session)(self.session_id)
         if session is None:
+            self.refused = True  # nothing more is sent: changes of it may still be on their way
+            self.stop_tasks()
             await self.close(code=CLOSE_NOT_FOUND, reason="no such session")
             return False
         rev = session["rev"]
@@ -277,6 +280,7 @@ class SessionConsumer(EndsWithItsLogin, ClosesOnLayerOutage, AsyncJsonWebsocketC
                     if self.rev < seen_at_last_beat and not await self._send_changes(self.rev):
                         return
                     seen_at_last_beat = latest
+                    await self.renew_groups()
                     await self.send_json({"type": "heartbeat", "rev": self.rev, "now": server_now()})
         except asyncio.CancelledError:
             raise

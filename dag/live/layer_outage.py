@@ -38,6 +38,9 @@ SETTLE_S = 2.0
 
 # What a layer call raises when the layer's server cannot be reached (refused, reset, timed out).
 LAYER_UNREACHABLE = _unreachable_errors()
+# How often an open socket joins its groups again (seconds): well inside the layers' default
+# `group_expiry` of a day, at one layer call per group and hour for each socket.
+GROUP_RENEW_S = 3600.0
 
 
 class LayerOutage:
@@ -91,11 +94,13 @@ class ClosesOnLayerOutage:
     and a traceback per socket; the outage is said once (`outage`), not per socket.
 
     Subclasses name what they use the layer for in `layer_use` (the warning quotes it), join their
-    groups with `join_group`, leave them with `leave_group`, and stop what they run beside the socket
-    in `stop_tasks`.
+    groups with `join_group`, leave them with `leave_group`, call `renew_groups` at every heartbeat,
+    and stop what they run beside the socket in `stop_tasks`.
     """
     layer_use = "a live socket's layer call"
     _disconnected = False
+    _groups: frozenset = frozenset()
+    _groups_renewed_at = 0.0
 
     async def __call__(self, scope, receive, send):
         try:
@@ -117,8 +122,26 @@ class ClosesOnLayerOutage:
         joining = outage.clock()
         await self.channel_layer.group_add(group, self.channel_name)
         outage.reached(joining)
+        self._groups |= {group}
+        self._groups_renewed_at = self._groups_renewed_at or time.monotonic()
+
+    async def renew_groups(self) -> None:
+        """Join the socket's groups again once `GROUP_RENEW_S` has passed since they were last joined:
+        a layer forgets a membership older than its `group_expiry` (a day, in both the in-memory layer
+        and channels_redis), and a page may stay open longer than that. A layer that cannot be reached
+        is tried again at the next heartbeat."""
+        if time.monotonic() - self._groups_renewed_at < GROUP_RENEW_S:
+            return
+        try:
+            for group in self._groups:
+                await self.channel_layer.group_add(group, self.channel_name)
+        except LAYER_UNREACHABLE as exc:
+            outage.failed(self.layer_use, exc)
+            return
+        self._groups_renewed_at = time.monotonic()
 
     async def leave_group(self, group: str) -> None:
+        self._groups -= {group}
         try:
             await self.channel_layer.group_discard(group, self.channel_name)
         except LAYER_UNREACHABLE as exc:  # the membership expires in Redis by itself

@@ -11,12 +11,12 @@ but the browser may hold another by now (a password change in another of its tab
 new key), and only a new handshake carries the browser's current cookie. Its `connect()` decides: after
 a logout it refuses, for good.
 
-The heartbeat's check is the backstop. A logout and a password change are also told at once to the
-user's open sockets, through the channel layer (every process's, with Redis): each socket follows its
-user's `login_group` (`EndsWithItsLogin`); a logout names the session that ended (by a digest of its
-key: the key itself never enters the layer), and the sockets opened with it close; a password change
-makes each socket check its own login again. The telling is best effort: when the layer cannot be
-reached, the next heartbeat closes them.
+A logout is also told at once to the user's open sockets, through the channel layer (every process's,
+with Redis): each socket follows its user's `login_group` (`EndsWithItsLogin`), and the logout names
+the session that ended (by a digest of its key: the key itself never enters the layer), whose sockets
+close. The telling is best effort: when the layer cannot be reached, the next heartbeat closes them.
+A password change is left to the heartbeat: in the browser that changed it, a socket closed at once
+could reconnect before the response that gives the browser its new session key, and be refused.
 """
 from __future__ import annotations
 
@@ -31,7 +31,6 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.contrib.auth import get_user
 from django.contrib.auth.signals import user_logged_out
-from django.db import transaction
 from django.dispatch import receiver
 
 log = logging.getLogger(__name__)
@@ -78,19 +77,17 @@ def _digest(session_key: str) -> str:
     return hashlib.sha256(session_key.encode()).hexdigest()
 
 
-def tell_open_sockets(user_id, ended_session_key: str | None = None) -> None:
-    """Tell the user's open sockets that a login of theirs ended: those opened with `ended_session_key`
-    close; without one, each checks its own login. Best effort: a layer that cannot be reached is
-    logged, and the sockets' heartbeat closes them instead."""
+def tell_open_sockets(user_id, ended_session_key: str) -> None:
+    """Tell the user's open sockets that their login of `ended_session_key` ended: those opened with it
+    close. Best effort: a layer that cannot be reached is logged, and the sockets' heartbeat closes
+    them instead."""
     layer = get_channel_layer()
     if layer is None:
         return
-    event = {"type": LOGIN_EVENT}
-    if ended_session_key:
-        event["ended"] = _digest(ended_session_key)
     try:
-        async_to_sync(layer.group_send)(login_group(user_id), event)
-    except Exception:  # a logout or a password change must not fail for the live view's sake
+        async_to_sync(layer.group_send)(login_group(user_id), {"type": LOGIN_EVENT,
+                                                               "ended": _digest(ended_session_key)})
+    except Exception:  # a logout must not fail for the live view's sake
         log.warning("telling the open live sockets of user %s that a login ended failed", user_id, exc_info=True)
 
 
@@ -104,27 +101,10 @@ def on_logout(sender, request, user, **kwargs):
         tell_open_sockets(user.pk, session.session_key)
 
 
-class EndLiveSocketsOnPasswordChange:
-    """Listed in AUTH_PASSWORD_VALIDATORS for its `password_changed` hook (called once a user's new
-    password is saved): the user's open sockets check their logins again once it commits, and those
-    signed with the old password close. It validates nothing."""
-
-    def validate(self, password, user=None):
-        return None
-
-    def password_changed(self, password, user=None):
-        if user is not None and user.pk is not None:
-            user_id = user.pk
-            transaction.on_commit(lambda: tell_open_sockets(user_id))
-
-    def get_help_text(self):
-        return ""
-
-
 class EndsWithItsLogin:
     """For a live consumer (a `ClosesOnLayerOutage`, which has `join_group` and `leave_group`): follow
     the user's `login_group` once the socket is let in, and call `login_lost()` (the consumer's own
-    close) when a logout or a password change ends the socket's login."""
+    close) when a logout ends the login the socket was opened with."""
 
     _login_group: str | None = None
 
@@ -140,12 +120,8 @@ class EndsWithItsLogin:
     async def login_changed(self, event) -> None:
         session = self.scope.get("session")
         key = session.session_key if session is not None else None
-        if "ended" in event:
-            if key is None or _digest(key) != event["ended"]:
-                return  # another of the user's logins ended
-        elif await login_still_holds(self.scope, self.user):
-            return
-        await self.login_lost()
+        if key is not None and _digest(key) == event.get("ended"):
+            await self.login_lost()
 
     async def login_lost(self) -> None:
         raise NotImplementedError

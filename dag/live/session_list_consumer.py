@@ -11,7 +11,7 @@ Protocol (JSON):
   A row is `{"id", "status", "phase", "created_at", "html"}`, its HTML the page's own row template; status
   and phase repeat what the HTML shows, as data for the page's script (`ListRow.as_message`).
 Close codes: 4401 not logged in (on connect); 1000 once the login the socket was opened with has ended
-(a logout, a password change: told at once, and checked every `OPENPROGRAM_WS_HEARTBEAT_S` seconds): the page reconnects
+(a logout, told at once; a password change; checked every `OPENPROGRAM_WS_HEARTBEAT_S` seconds): the page reconnects
 with the cookie it holds now, and the handshake decides (dag.live.login_check); 4400 a message that is
 not JSON (or nested too deeply to read); 4503 (try again later) when the channel layer (Redis) cannot be
 reached: the page reconnects and resyncs with its watch (dag.live.layer_outage).
@@ -113,6 +113,7 @@ class SessionListConsumer(EndsWithItsLogin, ClosesOnLayerOutage, AsyncJsonWebsoc
                     await self._stop_listening()
                     await self.close(code=CLOSE_RECONNECT, reason="the login changed; reconnect")
                     return
+                await self.renew_groups()
         except asyncio.CancelledError:
             raise
         except Exception:

@@ -1,6 +1,6 @@
 """An open live socket ends with its login: after a logout or a password change, the session list
-(`ws/sessions/`) and a session's stream (`ws/sessions/{id}/`) close with 1000 (reconnect), told at once
-through the channel layer or, that failing, at their next heartbeat, and the reconnect decides: refused after a logout, let in after the browser's own password
+(`ws/sessions/`) and a session's stream (`ws/sessions/{id}/`) close with 1000 (reconnect), at once after
+a logout (told through the channel layer) and otherwise at their next heartbeat, and the reconnect decides: refused after a logout, let in after the browser's own password
 change (its session has a new key). A stream whose session changed owner closes with 4404. Before that,
 a socket whose login holds goes on as usual. Through the real ASGI stack, so the login is the session
 cookie's."""
@@ -237,12 +237,11 @@ async def opened(browser, path: str) -> WebsocketCommunicator:
     return comm
 
 
-@pytest.mark.parametrize("how", ["logout", "password change"])
 @pytest.mark.parametrize("stream", ["list", "session"])
-async def test_the_sockets_of_a_login_that_ends_close_at_once(user, session, how, stream, no_heartbeat_in_the_test):
+async def test_the_sockets_of_a_login_close_at_once_when_it_logs_out(user, session, stream, no_heartbeat_in_the_test):
     browser = await database_sync_to_async(browser_of)(user)
     comm = await opened(browser, "/ws/sessions/" if stream == "list" else f"/ws/sessions/{session.pk}/")
-    await database_sync_to_async(end_login)(how, browser, user)
+    await database_sync_to_async(log_out)(browser)
     assert await close_code(comm) == 1000
 
 
