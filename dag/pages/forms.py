@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,6 +136,9 @@ def _json(text: str, where: str = "") -> Any:
                            parse_float=lambda literal: _number(literal, "number", where))
     except json.JSONDecodeError as exc:
         raise FormValueError(f"{where}not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except ValueError:  # the only other: an integer longer than Python converts (sys.get_int_max_str_digits)
+        raise FormValueError(f"{where}a whole number longer than {sys.get_int_max_str_digits():,} digits; "
+                             f"enter a shorter one") from None
     except RecursionError:
         raise FormValueError(too_deep) from None
     # The API's limit: deeper data overflows the stack in the checks and writes after parsing.

@@ -132,6 +132,7 @@ def test_posted_hidden_parameter_is_ignored():
     ("level", "9", "must be one of 1, 2, 3; got '9'"),
     ("extra", "{oops", "not valid JSON"),
     ("extra", "[1]", "expected an object, got list [1]"),
+    ("extra", '{"n": %s}' % ("9" * 5_000), "a whole number longer than 4,300 digits"),
 ])
 def test_each_invalid_value_is_reported_on_its_field(field, value, message):
     form = LaunchForm(widgets, data=form_data(**{field: value}))

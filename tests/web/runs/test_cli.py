@@ -84,6 +84,12 @@ def test_invalid_invocations_fail_with_code_2_and_launch_nothing(local_user, arg
     assert not Session.objects.exists()
 
 
+def test_an_integer_too_long_for_python_is_bad_input_not_a_crash(local_user, test_functions):
+    error = failure("widgets", "question=hi", 'extra={"n": %s}' % ("9" * 5_000))
+    assert "extra: a whole number longer than 4,300 digits" in str(error) and error.returncode == 2
+    assert not Session.objects.exists()
+
+
 @pytest.mark.django_db
 def test_without_a_local_user_it_says_what_to_do():
     assert "ensure_local_user" in str(failure("slow_count"))
