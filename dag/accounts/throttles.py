@@ -5,10 +5,23 @@ Each check costs the server a PBKDF2 hash (about half a second of CPU), so the c
 client address, right or wrong, through any of these doors: `OPENPROGRAM_LOGIN_RATE` (e.g. "10/min"; "off"
 for none). It is DRF's throttle machinery, on the "throttles" cache that every server process shares
 (Redis with REDIS_URL, else files under var/; see settings.CACHES); the pages reuse it through `login_wait`.
+
+DRF's throttle reads a client's attempt history, decides and writes it back: attempts sent at once all
+read the same history and all pass (60 concurrent guesses against "10/min" all went through). So each
+client's read-decide-write holds a lock (`one_at_a_time`): a Redis lock beside the count on Redis, and
+on files an exclusive lock on a file in the cache's directory, which every process on the machine
+sees. An attempt waits at most LOCK_WAIT_S for it, then is refused as over the rate.
 """
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import math
+import os
+import threading
+import time
+from contextlib import contextmanager
+from typing import Iterator
 
 from django.core.cache import caches
 from rest_framework.throttling import SimpleRateThrottle
@@ -17,6 +30,69 @@ from ..conf import conf
 
 
 THROTTLE_CACHE = "throttles"
+# How long one attempt waits for its client's lock (seconds): the lock is held for a cache read and
+# write, so only a pile of attempts from one client waits this long, and what is left of it is refused.
+LOCK_WAIT_S = 5.0
+_LOCK_HELD_S = 10  # a Redis lock whose holder died is let go after this
+# Clients share a fixed number of locks (by a hash of their key), so nothing grows with the addresses seen.
+LOCK_STRIPES = 64
+_thread_locks = [threading.Lock() for _ in range(LOCK_STRIPES)]
+
+
+def _stripe(key: str) -> int:
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big") % LOCK_STRIPES
+
+
+@contextmanager
+def one_at_a_time(cache, key: str) -> Iterator[bool]:
+    """Hold the lock of counter `key` of `cache` (see the module) for the block; yields False if it could
+    not be had within LOCK_WAIT_S (the block must then neither count nor allow the attempt)."""
+    from django.core.cache.backends.filebased import FileBasedCache
+    from django.core.cache.backends.redis import RedisCache
+
+    if isinstance(cache, RedisCache):
+        lock = cache._cache.get_client(write=True).lock(cache.make_key(f"lock:{key}"), timeout=_LOCK_HELD_S,
+                                                          blocking_timeout=LOCK_WAIT_S)
+        held = lock.acquire()
+        try:
+            yield held
+        finally:
+            if held:
+                lock.release()
+        return
+    stripe = _stripe(key)
+    thread_lock = _thread_locks[stripe]  # this process's threads, on any cache
+    if not thread_lock.acquire(timeout=LOCK_WAIT_S):
+        yield False
+        return
+    try:
+        if isinstance(cache, FileBasedCache):
+            with _file_lock(os.path.join(cache._dir, f"attempts-{stripe}.lock")) as held:  # other processes
+                yield held
+        else:
+            yield True
+    finally:
+        thread_lock.release()
+
+
+@contextmanager
+def _file_lock(path: str) -> Iterator[bool]:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "a") as handle:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    yield False
+                    return
+                time.sleep(0.005)
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 class LoginRateThrottle(SimpleRateThrottle):
@@ -35,6 +111,18 @@ class LoginRateThrottle(SimpleRateThrottle):
 
     def get_cache_key(self, request, view):
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+
+    def allow_request(self, request, view):
+        """DRF's decision, made under the client's lock (see the module): concurrent attempts count."""
+        if self.get_rate() is None:
+            return True
+        key = self.get_cache_key(request, view)
+        with one_at_a_time(self.cache, key) as held:
+            if not held:
+                self.history, self.now = [], self.timer()  # for wait(): try again in a moment
+                self.key = key
+                return False
+            return super().allow_request(request, view)
 
 
 def login_wait(request) -> int | None:

@@ -164,3 +164,51 @@ def test_the_admins_refusal_is_never_cached_and_keeps_the_way_back_to_the_admin(
     refused = client.post("/admin/login/", {"username": admin_user.username, "password": "password"})
     assert refused.status_code == 429 and "no-cache" in refused["Cache-Control"]
     assert b'name="next" value="/admin/"' in refused.content
+
+
+def test_attempts_sent_at_once_are_all_counted(settings):
+    """DRF's throttle reads the history, decides, writes it back: without a lock, attempts arriving
+    together all read the same history and all pass (60 of 60 against "10/min")."""
+    import threading
+
+    from django.test import RequestFactory
+
+    from dag.accounts.throttles import login_wait
+
+    settings.OPENPROGRAM_LOGIN_RATE = "10/min"
+    together = threading.Barrier(60)
+    allowed = []
+
+    def attempt():
+        request = RequestFactory().post("/accounts/login/", REMOTE_ADDR="203.0.113.7")
+        together.wait()
+        if login_wait(request) is None:
+            allowed.append(request)
+
+    threads = [threading.Thread(target=attempt) for _ in range(60)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(allowed) == 10
+
+
+def test_attempts_from_several_processes_at_once_are_all_counted(settings):
+    """The lock holds across processes too (a Redis lock, or a file lock beside the file cache)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    settings.OPENPROGRAM_LOGIN_RATE = "10/day"
+    script = (
+        "import django; django.setup()\n"
+        "from django.test import RequestFactory\n"
+        "from dag.accounts.throttles import login_wait\n"
+        "print(sum(login_wait(RequestFactory().post('/accounts/login/', REMOTE_ADDR='203.0.113.9')) is None"
+        " for _ in range(15)))\n")
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "openprogram_web.settings", "OPENPROGRAM_LOGIN_RATE": "10/day"}
+    processes = [subprocess.Popen([sys.executable, "-c", script], env=env, cwd=Path(__file__).parents[2],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    outputs = [process.communicate(timeout=120) for process in processes]
+    assert all(process.returncode == 0 for process in processes), [err for _, err in outputs]
+    assert sum(int(out.strip()) for out, _ in outputs) == 10
