@@ -75,7 +75,7 @@ class Leases:
         held = self.sessions
         if not held:
             return set()
-        renewed = write_path.renew_leases(self.worker, now or timezone.now())
+        renewed = write_path.renew_leases(self.worker, held, now or timezone.now())
         if renewed >= len(held):
             return set()
         # Fewer than we run: find which (a run that ended since `held` was read is not lost, just done).

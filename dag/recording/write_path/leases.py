@@ -3,12 +3,13 @@
 A lease is `Session.worker` (set by `claim_session`) plus `Session.heartbeat_at`. Renewing it changes
 nothing a viewer sees (`heartbeat_at` is not in `Session.as_dict`), so the heartbeat neither bumps the
 revision nor publishes: it is one statement per process and interval, whatever the number of
-sessions. Ending an expired lease is a status change like any other: `finish_session_in`,
+sessions it runs. Ending an expired lease is a status change like any other: `finish_session_in`,
 compare-and-set, its nodes closed with it.
 """
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Iterable
 
 from django.db import connection
 
@@ -18,26 +19,33 @@ from .sessions import finish_session_in
 from .write_transaction import WriteTransaction
 
 
-def renew_leases(worker: str, now: datetime) -> int:
-    """Stamp `now` as the heartbeat of every running session `worker` holds; how many it holds still.
+def renew_leases(worker: str, sessions: Iterable, now: datetime) -> int:
+    """Stamp `now` as the heartbeat of those of `sessions` (the runs the process has going) that are
+    running under `worker`'s lease; how many that is.
 
-    A count lower than the runs the worker thinks it has means some were written off (ended, reaped)
-    or are held by another worker: those runs must stop.
+    Only those: a session left `running` under the worker's id by a run that is gone (its last write
+    failed) must not be kept alive by the process's other runs, so the reaper writes it off. A count
+    lower than `sessions` means some were written off (ended, reaped) or are held by another worker:
+    those runs must stop.
 
     One statement. On PostgreSQL it locks the rows in id order first, the order the group writer locks
     the sessions of a batch in: a plain UPDATE locks them in the order it finds them, and with a batch
     holding one of them and waiting for another, PostgreSQL found a deadlock (and failed one of the
     two) under load.
     """
-    running = Session.objects.filter(worker=worker, status=Session.Status.RUNNING)
+    keys = [Session._meta.pk.to_python(session_id) for session_id in sessions]
+    if not keys:
+        return 0
+    running = Session.objects.filter(pk__in=keys, worker=worker, status=Session.Status.RUNNING)
     if connection.vendor != "postgresql":  # SQLite writes under one database lock: no order to keep
         return running.update(heartbeat_at=now)
     table, quote = Session._meta.db_table, connection.ops.quote_name
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {quote(table)} SET {quote('heartbeat_at')} = %s WHERE {quote('id')} IN ("
-            f"SELECT {quote('id')} FROM {quote(table)} WHERE {quote('worker')} = %s AND {quote('status')} = %s "
-            f"ORDER BY {quote('id')} FOR UPDATE)", [now, worker, Session.Status.RUNNING])
+            f"SELECT {quote('id')} FROM {quote(table)} WHERE {quote('id')} = ANY(%s) AND {quote('worker')} = %s "
+            f"AND {quote('status')} = %s ORDER BY {quote('id')} FOR UPDATE)",
+            [now, keys, worker, Session.Status.RUNNING])
         return cursor.rowcount
 
 

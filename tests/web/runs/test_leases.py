@@ -10,11 +10,11 @@ from django.test.utils import CaptureQueriesContext
 
 from dag.models import Session
 from dag.recording import write_path
-from dag.runs import leases, lifecycle, stop
+from dag.runs import leases, lifecycle, reaper, stop
 from runtime import CancelledError
 
 from ..dag_helpers import new_session
-from .lease_helpers import T0, WORKER, at, claimed
+from .lease_helpers import LEASE_S, T0, WORKER, at, claimed
 
 pytestmark = pytest.mark.django_db
 
@@ -60,7 +60,7 @@ def test_one_heartbeat_query_renews_every_lease_of_the_process():
 
 def test_the_heartbeat_changes_nothing_a_viewer_sees():
     session = claimed()
-    assert write_path.renew_leases(WORKER, at(2)) == 1
+    assert write_path.renew_leases(WORKER, [session.pk], at(2)) == 1
     session_after = Session.objects.get(pk=session.pk)
     assert session_after.rev == session.rev and session_after.heartbeat_at == at(2)
 
@@ -126,7 +126,7 @@ def test_the_heartbeat_locks_sessions_in_the_order_a_batch_does_so_they_never_de
         try:
             assert batch_holds_low.wait(30)
             heartbeat_started.set()
-            renewed.append(write_path.renew_leases(WORKER, at(2)))
+            renewed.append(write_path.renew_leases(WORKER, [high.pk, low.pk], at(2)))
         except Exception as exc:
             failures.append(exc)
         finally:
@@ -138,3 +138,18 @@ def test_the_heartbeat_locks_sessions_in_the_order_a_batch_does_so_they_never_de
     for thread in threads:
         thread.join(60)
     assert failures == [] and renewed == [2]
+
+
+def test_the_heartbeat_renews_only_the_sessions_the_process_runs():
+    """A session left running under this worker's id by a run that is gone (its final write failed) is
+    not kept alive by the process's other runs: the reaper writes it off. And a run whose lease is lost
+    is told so, whatever such a session would have added to the count."""
+    orphan, running, written_off = claimed(), claimed(), claimed()
+    process = leases.Leases(WORKER)
+    with process.held(running.pk), process.held(written_off.pk):
+        write_path.finish_session(written_off.pk, Session.Status.CANCELLED)  # ended elsewhere
+        assert process.beat(now=at(LEASE_S)) == {str(written_off.pk)}
+        reaped = reaper.reap(now=at(LEASE_S + 1), lease_s=LEASE_S)
+    assert orphan.pk in reaped and running.pk not in reaped
+    assert Session.objects.get(pk=running.pk).status == Session.Status.RUNNING
+    assert Session.objects.get(pk=orphan.pk).status == Session.Status.INTERRUPTED

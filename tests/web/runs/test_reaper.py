@@ -36,7 +36,7 @@ def test_an_expired_lease_is_interrupted_with_every_open_node():
 
 def test_a_lease_renewed_in_time_is_kept():
     session = claimed()
-    write_path.renew_leases(WORKER, at(10))
+    write_path.renew_leases(WORKER, [session.pk], at(10))
     assert reaper.reap(now=at(LEASE_S + 1), lease_s=LEASE_S) == []
     assert Session.objects.get(pk=session.pk).status == "running"
 
@@ -44,7 +44,7 @@ def test_a_lease_renewed_in_time_is_kept():
 def test_a_lease_renewed_after_the_reaper_read_it_is_kept():
     session = claimed()
     assert session.pk in reaper.expired(at(LEASE_S + 1), LEASE_S)
-    write_path.renew_leases(WORKER, at(LEASE_S + 0.5))  # the worker was only slow
+    write_path.renew_leases(WORKER, [session.pk], at(LEASE_S + 0.5))  # the worker was only slow
     assert not write_path.end_expired_lease(session.pk, lease_s=LEASE_S, now=at(LEASE_S + 1))
     assert Session.objects.get(pk=session.pk).status == "running"
 
