@@ -24,6 +24,23 @@ def settings_are_valid(app_configs=None, **kwargs) -> list[Error]:
 
 
 @register()
+def leases_outlast_heartbeats(app_configs=None, **kwargs) -> list[Error]:
+    """A lease must outlast a few heartbeats: with OPENPROGRAM_HEARTBEAT_S near OPENPROGRAM_LEASE_S, one
+    late beat (a busy machine, a slow query) gets a healthy run written off by the reaper."""
+    try:
+        lease_s, heartbeat_s = conf.LEASE_S, conf.HEARTBEAT_S
+    except ImproperlyConfigured:
+        return []  # said by settings_are_valid
+    if heartbeat_s * 2 <= lease_s:
+        return []
+    return [Error(f"OPENPROGRAM_HEARTBEAT_S ({heartbeat_s:g} s) must be at most half of OPENPROGRAM_LEASE_S "
+                  f"({lease_s:g} s): a run whose lease is renewed less often than that is written off as soon "
+                  f"as one heartbeat is late",
+                  hint="Lower OPENPROGRAM_HEARTBEAT_S or raise OPENPROGRAM_LEASE_S (defaults: 2 and 15).",
+                  id="dag.E004")]
+
+
+@register()
 def function_modules_import(app_configs=None, **kwargs) -> list[Error]:
     """Every module in OPENPROGRAM_FUNCTION_MODULES imports: a typo is named here, not as a 500 on `/`."""
     errors = []

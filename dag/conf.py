@@ -78,7 +78,7 @@ MINIMUMS: dict[str, float] = {
     "EXECUTOR_WORKERS": 1, "MAX_ARGS_BYTES": 1, "MAX_ACTIVE_RUNS_PER_USER": 0, "MAX_STORED_BYTES_PER_USER": 0,
     "WS_HEARTBEAT_S": 0.1, "BROADCAST_WINDOW_S": 0, "LIST_UPDATE_S": 0, "WORKER_CONCURRENCY": 1,
     "CELERY_VISIBILITY_TIMEOUT_S": 1, "STOP_POLL_S": 0.01, "CANCEL_DEADLINE_S": 0, "WRITE_BATCH_MS": 0,
-    "WRITE_BATCH_ROWS": 0,
+    "WRITE_BATCH_ROWS": 0, "LEASE_S": 1, "HEARTBEAT_S": 0.1,
 }
 _RATE = re.compile(r"^\d+/(s|sec|second|m|min|minute|h|hour|d|day)$")
 # Settings whose text has a form of its own: the check, and what to say when it fails.

@@ -2,7 +2,7 @@ from django.core.checks import run_checks
 
 import pytest
 
-from dag.checks import celery_executor_services, function_modules_import
+from dag.checks import celery_executor_services, function_modules_import, leases_outlast_heartbeats
 
 
 def test_listed_function_modules_that_import_pass(settings):
@@ -41,3 +41,12 @@ def test_celery_with_its_services_passes(settings, executor):
     settings.OPENPROGRAM_EXECUTOR, settings.REDIS_URL = executor, "redis://127.0.0.1:6379/0"
     settings.CELERY_BROKER_URL = settings.REDIS_URL
     assert celery_executor_services() == []
+
+
+@pytest.mark.parametrize("lease_s, heartbeat_s, refused", [(15, 2, False), (2, 1, False), (15, 8, True), (5, 30, True)])
+def test_a_lease_must_outlast_two_heartbeats(settings, lease_s, heartbeat_s, refused):
+    settings.OPENPROGRAM_LEASE_S, settings.OPENPROGRAM_HEARTBEAT_S = lease_s, heartbeat_s
+    errors = leases_outlast_heartbeats()
+    assert [error.id for error in errors] == (["dag.E004"] if refused else [])
+    if refused:
+        assert f"OPENPROGRAM_HEARTBEAT_S ({heartbeat_s} s) must be at most half of OPENPROGRAM_LEASE_S" in errors[0].msg

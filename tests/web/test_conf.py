@@ -74,6 +74,8 @@ def test_the_readme_configuration_table_lists_every_setting():
 @pytest.mark.parametrize("name, value, words", [
     ("OPENPROGRAM_STOP_POLL_S", "0", "OPENPROGRAM_STOP_POLL_S must be at least 0.01"),
     ("OPENPROGRAM_EXECUTOR_WORKERS", "0", "OPENPROGRAM_EXECUTOR_WORKERS must be at least 1"),
+    ("OPENPROGRAM_HEARTBEAT_S", "0", "OPENPROGRAM_HEARTBEAT_S must be at least 0.1"),
+    ("OPENPROGRAM_LEASE_S", "0", "OPENPROGRAM_LEASE_S must be at least 1"),
     ("OPENPROGRAM_MAX_ACTIVE_RUNS_PER_USER", "-1", "must be at least 0"),
     ("OPENPROGRAM_LOGIN_RATE", "10/fortnight", 'OPENPROGRAM_LOGIN_RATE must be a rate like "10/min"'),
 ])
