@@ -113,6 +113,7 @@ class GroupWriter:
         # writes still count against the queue's room until they are written (`_held`).
         self._next: Optional[_Next] = None
         self._held = 0
+        self._lingered = False  # idle since the last batch, its connection given back (writer thread)
 
     # -- the callers' side -------------------------------------------------------------------------
 
@@ -212,18 +213,19 @@ class GroupWriter:
             connections.close_all()
 
     def _take(self) -> Optional[list]:
-        """The next batch (flushes included); [] after an idle linger; None when stopping."""
+        """The next batch (flushes included); [] once, after an idle linger (the caller lets go of its
+        connection), then it waits without a timeout; None when stopping."""
         with self._lock:
-            lingered = False
             while not self._queue:
                 if self._stopping:
                     self._thread = None
                     return None
-                if lingered:
+                if self._lingered:
                     self._not_empty.wait()
                 elif not self._not_empty.wait(IDLE_LINGER_S):
+                    self._lingered = True
                     return []
-                lingered = True
+            self._lingered = False
             deadline = self._first_at + self.batch_s
             while not self._batch_ready(deadline):
                 self._not_empty.wait(deadline - time.monotonic())

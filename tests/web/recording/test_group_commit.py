@@ -273,3 +273,30 @@ def test_batches_default_to_the_size_for_the_database_and_the_setting_overrides_
     settings.OPENPROGRAM_WRITE_BATCH_ROWS = "37"
     assert group_commit.GroupWriter().batch_rows == 37
     assert group_commit.GroupWriter(batch_rows=5).batch_rows == 5
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_idle_writer_lets_go_of_its_connection_once_then_sleeps_until_a_write():
+    class NotedCondition(threading.Condition):
+        timeouts: list = []
+
+        def wait(self, timeout=None):
+            self.timeouts.append(timeout)
+            return super().wait(timeout)
+
+    writer = group_commit.GroupWriter(batch_ms=0)
+    writer._not_empty = NotedCondition(writer._lock)
+    with process_writer.use_writer(writer):
+        session = new_session()
+        writes = write_path.RunWrites(session.pk)
+        writes.create(kind="code", name="step", status="running")
+        writes.flush()
+        deadline = time.monotonic() + 30  # a bound on a slow machine, not a measure
+        while None not in NotedCondition.timeouts and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # It lingered (a wait with a timeout), gave its connection back, and now waits for a write alone.
+        assert None in NotedCondition.timeouts
+        assert NotedCondition.timeouts.index(None) > 0 and NotedCondition.timeouts[0] is not None
+        writes.create(kind="code", name="woken", status="running")
+        writes.flush()  # the sleeping writer is woken by the write
+    assert list(Node.objects.filter(session=session).values_list("name", flat=True).order_by("seq")) == ["step", "woken"]
