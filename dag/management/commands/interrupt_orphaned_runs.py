@@ -7,8 +7,11 @@ from dag.runs.lifecycle import recover_at_start
 
 class Command(BaseCommand):
     help = ("Mark interrupted the running sessions whose lease expired and, with the in-process executor, "
-            "those of a previous server on this host (its process is gone). Sessions with a live lease "
-            "and queued sessions are left alone, so it is safe while workers run sessions.")
+            "those of a previous server on this host (its process is gone) and every queued session (the "
+            "pool it waited in died with that server). Sessions with a live lease are left alone, so it is "
+            "safe while Celery workers run sessions; with the in-process executor, run it only before "
+            "the one server of this database starts: a queued session of a server still serving would "
+            "be interrupted too.")
 
     def handle(self, *args, **options):
         count = recover_at_start(in_process=isinstance(get_executor(), InProcessExecutor))
