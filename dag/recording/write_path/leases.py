@@ -60,9 +60,17 @@ def end_expired_lease(session_id, *, lease_s: float, now: datetime) -> bool:
     """Finish the session `interrupted` if its lease has expired at `now`; True if this call ended it.
 
     Checked again under the session's lock, so a worker that renewed its lease in the meantime (it was
-    only slow) keeps its session, and a run that finished first keeps its status.
+    only slow) keeps its session, and a run that finished first keeps its status; a session deleted
+    meanwhile is left gone (False).
     """
     cutoff = now - timedelta(seconds=lease_s)
+    try:
+        return _end_expired_lease(session_id, cutoff, lease_s, now)
+    except Session.DoesNotExist:  # deleted since the reaper read it: nothing to end
+        return False
+
+
+def _end_expired_lease(session_id, cutoff: datetime, lease_s: float, now: datetime) -> bool:
     with WriteTransaction(lean=False) as tx:
         advance(tx, session_id, revs=0)
         row = (Session.objects.filter(pk=session_id, status=Session.Status.RUNNING, heartbeat_at__lt=cutoff)

@@ -45,11 +45,14 @@ def advance(tx: WriteTransaction, session_id, *, revs: int = 1, nodes: int = 0,
 
 
 def refusal(tx: WriteTransaction, session_id, lease: Optional[str]) -> Exception:
-    """Why an advance of the session matched nothing: `Session.DoesNotExist`, or `WriteRefused` saying
-    whether the session has ended or another worker holds its lease."""
-    held = sql.lease_of(tx, session_id) if lease is not None else None
-    if held is None:
+    """Why an advance of the session matched nothing: `Session.DoesNotExist` for an unfenced write,
+    else `WriteRefused` saying whether the session was deleted, has ended or another worker holds it."""
+    if lease is None:
         return Session.DoesNotExist(f"session {session_id} does not exist (was it deleted?)")
+    held = sql.lease_of(tx, session_id)
+    if held is None:  # deleted under its run (an admin): the run stops, as when it is written off
+        return WriteRefused(f"session {session_id} no longer belongs to this run ({lease}): it was deleted; "
+                            f"the write was refused and the run stops")
     status, worker = held
     why = f"it has ended {status}" if status in Session.TERMINAL else f"worker {worker} holds its lease"
     return WriteRefused(f"session {session_id} no longer belongs to this run ({lease}): {why}; "

@@ -135,7 +135,7 @@ def finish_session(session_id, status: str, *, result: Any = None, error: str = 
 
     Compare-and-set: it wins (True) only if the session had not ended yet; otherwise nothing changes
     (False), and only the winner closes nodes. With `lease` (the run finishing itself), it also loses
-    when another worker holds the session.
+    when another worker holds the session. A session deleted meanwhile is not finished either (False).
 
     The session's queued node writes commit first: a terminal status is written only once every node
     the run wrote before it is durable (and no later write of a fenced run can land after it).
@@ -146,7 +146,7 @@ def finish_session(session_id, status: str, *, result: Any = None, error: str = 
             won = finish_session_in(tx, session_id, status, result=result, error=error, lease=lease)
             if not won:
                 tx.discard()
-    except WriteRefused:
+    except (WriteRefused, Session.DoesNotExist):
         return False
     finally:
         # Ended, by this call or before it (or held by another worker: this run's last write): the

@@ -123,3 +123,16 @@ async def test_a_web_process_starts_its_reaper_at_its_first_connection_only(monk
         await wrapped({"type": kind}, None, None)
     assert started == [True] and served == ["lifespan", "http", "websocket", "http"]
     assert isinstance(asgi.application, asgi.StartsReaper)
+
+
+def test_a_session_deleted_under_the_reaper_or_its_run_ends_nothing_and_stops_the_run():
+    """Deleted (an admin) after the reaper read it or while its run goes on: finishing it changes
+    nothing and says so, the reaper's pass goes on, and the run's next write stops it."""
+    gone, expired = claimed(), claimed()
+    write_path.delete_sessions([gone.pk])
+    assert write_path.end_expired_lease(gone.pk, lease_s=LEASE_S, now=at(LEASE_S + 1)) is False
+    assert write_path.finish_session(gone.pk, Session.Status.COMPLETED, lease=WORKER) is False
+    assert write_path.finish_session(gone.pk, Session.Status.CANCELLED) is False
+    assert expired.pk in reaper.reap(now=at(LEASE_S + 1), lease_s=LEASE_S)
+    with pytest.raises(write_path.WriteRefused, match="it was deleted"):
+        write_path.update_session(gone.pk, lease=WORKER, budget_spend={"llm_calls": 1})
