@@ -219,5 +219,7 @@ class NotFoundSerializer(serializers.Serializer):
     detail = serializers.CharField(help_text="No such item among yours (another user's is not found either).")
 
 
-class PageSizeErrorSerializer(serializers.Serializer):
-    page_size = serializers.ListField(child=serializers.CharField())
+class PageErrorSerializer(serializers.Serializer):
+    """A 400 of the session list: the paging parameter that is not one, and why (one of the two)."""
+    page = serializers.ListField(child=serializers.CharField(), required=False)
+    page_size = serializers.ListField(child=serializers.CharField(), required=False)

@@ -20,8 +20,8 @@ from ..runs.launch import LaunchLimited, LaunchRejected, launch
 from ..runs.model_choice import available_models
 from . import examples
 from .serializers import (ExportSerializer, FunctionSerializer, LaunchErrorSerializer, LaunchLimitedSerializer,
-                          LaunchSerializer, ModelChoiceSerializer, NodeSerializer, NotFoundSerializer, PageSizeErrorSerializer,
-                          SessionSerializer, SinceRevErrorSerializer)
+                          LaunchSerializer, ModelChoiceSerializer, NodeSerializer, NotFoundSerializer,
+                          PageErrorSerializer, SessionSerializer, SinceRevErrorSerializer)
 
 
 class ModelViewSet(viewsets.ViewSet):
@@ -72,11 +72,16 @@ class SessionPagination(PageNumberPagination):
         return int(raw)
 
     def get_page_number(self, request, paginator):
-        # DRF reads an empty `page` as page 1; the schema says a whole number from 1, so it is refused as
-        # any other malformed page is (Django's paginator: "Invalid page", a 404).
-        if request.query_params.get(self.page_query_param) == "":
-            return ""
-        return super().get_page_number(request, paginator)
+        """The page asked for: a whole number from 1, or "last"; a 400 naming `page` when it is not one
+        (DRF reads an empty one as page 1, and answers others with a 404 that names nothing). A page
+        past the last stays a 404: the number is well formed, there is no such page."""
+        raw = request.query_params.get(self.page_query_param)
+        if raw is None or raw in self.last_page_strings:
+            return super().get_page_number(request, paginator)
+        if not (raw.isascii() and raw.isdigit() and raw.strip("0")):
+            raise ValidationError({self.page_query_param: [
+                f"must be a whole number from 1 (or \"last\"), got {raw[:40]!r}"]})
+        return raw
 
     def get_paginated_response_schema(self, schema):
         """DRF's page shape, with examples of this API's own URLs (DRF's say /accounts/)."""
@@ -100,7 +105,7 @@ SESSION_ID = OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH, de
 
 
 @extend_schema_view(
-    list=extend_schema(responses={200: SessionSerializer(many=True), 400: PageSizeErrorSerializer,
+    list=extend_schema(responses={200: SessionSerializer(many=True), 400: PageErrorSerializer,
                                   404: NotFoundSerializer}, examples=examples.SESSION_LIST_EXAMPLES),
     retrieve=extend_schema(parameters=[SESSION_ID], responses={200: SessionSerializer, 404: NotFoundSerializer},
                            examples=examples.SESSION_EXAMPLES),

@@ -77,11 +77,19 @@ def test_the_schema_documents_the_minimums(schema):
     assert query("get", "/api/sessions/{id}/nodes/")["since_rev"]["minimum"] == 0
 
 
-@pytest.mark.parametrize("page", ["", "abc", "0"])
-def test_a_page_that_is_not_a_page_number_is_a_json_404(logged_in, page):
-    # DRF read an empty `page` as page 1 (found by Schemathesis: the schema says a whole number from 1).
+@pytest.mark.parametrize("page", ["", "abc", "0", "000", "-1", "1.5", "\x00", "²"])
+def test_a_page_that_is_not_a_page_number_is_a_400_naming_it(logged_in, page):
+    # DRF read an empty `page` as page 1 (found by Schemathesis: the schema says a whole number from 1),
+    # and answered the others with a 404 "Invalid page." that named nothing.
     response = logged_in.get("/api/sessions/", {"page": page})
-    assert response.status_code == 404 and response.json()["detail"] == "Invalid page."
+    assert response.status_code == 400
+    assert response.json()["page"] == [f"must be a whole number from 1 (or \"last\"), got {page[:40]!r}"]
+
+
+def test_a_page_past_the_last_is_a_404_and_last_is_the_last(logged_in):
+    for page in ("7", "2086487032655", "9" * 5_000):  # well formed, no such page
+        assert logged_in.get("/api/sessions/", {"page": page}).status_code == 404
+    assert logged_in.get("/api/sessions/", {"page": "last"}).status_code == 200
 
 
 def test_the_schema_says_a_session_id_is_a_uuid(schema):
