@@ -80,8 +80,13 @@ class SessionFilters:
 
 def search_forms(term: str) -> list[str]:
     """The term as typed and as JSON text writes it inside a string, escaped all ASCII (SQLite's
-    stored JSON) or escaping only quotes and controls (PostgreSQL's jsonb as text)."""
-    forms = [term, json.dumps(term)[1:-1], json.dumps(term, ensure_ascii=False)[1:-1]]
+    stored JSON) or escaping only quotes and controls (PostgreSQL's jsonb as text); each also in lower
+    and upper case, as escapes: SQLite's LIKE folds the case of ASCII letters only, so "É" stored as
+    \u00c9 would never match a search for "é" (\u00e9) otherwise. On SQLite a term whose non-ASCII
+    letters differ in case among themselves from the stored text ("éÉ" for "Éé") still finds nothing."""
+    forms = []
+    for cased in (term, term.lower(), term.upper()):
+        forms += [cased, json.dumps(cased)[1:-1], json.dumps(cased, ensure_ascii=False)[1:-1]]
     return list(dict.fromkeys(forms))
 
 

@@ -145,6 +145,12 @@ def test_search_finds_non_ascii_text_and_quotes_on_every_database(logged_in, use
     assert listed_ids(logged_in.get('/sessions/?q="Café"')) == [str(cafe.id)]
 
 
+def test_search_folds_the_case_of_non_ascii_letters_on_every_database(logged_in, user):
+    tides = make(user, args={"topic": "Tides at the Café École"})
+    for term in ("CAFÉ", "café", "école", "ÉCOLE", "tides at the CAFÉ"):
+        assert listed_ids(logged_in.get("/sessions/", {"q": term})) == [str(tides.id)], term
+
+
 def test_filters_combine(logged_in, user):
     match = make(user, "wiki_agent", status="completed", args={"topic": "tides"})
     make(user, "wiki_agent", status="error", args={"topic": "tides"})
