@@ -166,17 +166,6 @@ def fast_heartbeat(settings):
     settings.OPENPROGRAM_WS_HEARTBEAT_S = 0.2
 
 
-@pytest.fixture(autouse=True)
-def fresh_channel_layer():
-    """A channel layer per test: each async test has its own event loop, and the Redis layer keeps
-    loop-bound state (its receive lock) that a consumer still waiting when a loop closed leaves behind."""
-    from channels.layers import channel_layers
-
-    channel_layers.backends = {}
-    yield
-    channel_layers.backends = {}
-
-
 def communicator(user, session_id, query=""):
     comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/sessions/{session_id}/{query}")
     comm.scope["user"] = user

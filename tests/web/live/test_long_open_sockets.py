@@ -18,15 +18,6 @@ from .test_session_list_stream import connected, in_thread
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture(autouse=True)
-def fresh_channel_layer():
-    from channels.layers import channel_layers
-
-    channel_layers.backends = {}
-    yield
-    channel_layers.backends = {}
-
-
 @pytest.fixture
 def a_day_later(monkeypatch):
     """Moves the layers' clock (which dates memberships) past their group expiry, when called; and

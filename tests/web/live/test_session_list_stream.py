@@ -19,16 +19,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 TIMEOUT = 30
 
 
-@pytest.fixture(autouse=True)
-def fresh_channel_layer():
-    """A channel layer per test (each async test has its own event loop; see test_consumers.py)."""
-    from channels.layers import channel_layers
-
-    channel_layers.backends = {}
-    yield
-    channel_layers.backends = {}
-
-
 def list_socket(user):
     comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), "/ws/sessions/")
     comm.scope["user"] = user

@@ -29,16 +29,6 @@ def fast_heartbeat(settings):
     settings.OPENPROGRAM_WS_HEARTBEAT_S = 0.2
 
 
-@pytest.fixture(autouse=True)
-def fresh_channel_layer():
-    """A channel layer per test (each async test has its own event loop; see test_consumers.py)."""
-    from channels.layers import channel_layers
-
-    channel_layers.backends = {}
-    yield
-    channel_layers.backends = {}
-
-
 @pytest.fixture
 def session(user):
     return Session.objects.create(owner=user, function="wiki_agent", args={"question": "q"})
