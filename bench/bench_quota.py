@@ -7,7 +7,7 @@ run, on the same rows. The history is ended sessions of NODES_PER_SESSION nodes 
 imports through the write path (as `manage.py import_session` would), plus one running session.
 
 Run: .venv/bin/python bench/bench_quota.py. SQLite in a temporary directory, then PostgreSQL
-(BENCH_PG_URL, default the local server) in a scratch database it creates and drops.
+(BENCH_PG_URL, default the local server) in a scratch database it creates and drops (`bench/_pg.py`).
 """
 from __future__ import annotations
 
@@ -24,10 +24,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._pg import scratch_database  # noqa: E402 (after the path is set)
+
 HISTORY_NODES = (10_000, 100_000, 300_000)
 NODES_PER_SESSION = 10_000
 REPEATS = 5
-PG_ADMIN_URL = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 
 
 def median_ms(check) -> float:
@@ -111,20 +112,9 @@ def main() -> None:
           f"in sessions of {NODES_PER_SESSION:,}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory(prefix="bench-quota-") as var_dir:
         report("SQLite", run_child(f"sqlite:///{var_dir}/bench.sqlite3", var_dir))
-        try:
-            import psycopg
-            admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=3)
-        except Exception as exc:  # no PostgreSQL here: the SQLite figures stand alone
-            print(f"\nPostgreSQL: not measured ({exc})")
-            return
-        name = f"openprogram_bench_quota_{os.getpid()}"
-        admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            report("PostgreSQL", run_child(f"{PG_ADMIN_URL.rsplit('/', 1)[0]}/{name}", var_dir))
-        finally:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            admin.close()
-
+        with scratch_database("openprogram_bench_quota") as database_url:
+            if database_url is not None:
+                report("PostgreSQL", run_child(database_url, var_dir))
 
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "--measure":

@@ -46,13 +46,13 @@ sys.path.insert(0, str(ROOT))
 
 from bench import _cpu  # noqa: E402 (after the path is set)
 from bench._api import changed_at, launch  # noqa: E402
+from bench._pg import scratch_database  # noqa: E402
 
 CALLS = 10_000  # slow_count's largest n, so the app and the write path record the same number
 SESSIONS = 8
 ROUNDS = 3
 FLOOR_BATCH = 500
 RENDER_NODES = 5000
-PG_ADMIN_URL = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 TERMINAL = ("completed", "error", "cancelled", "interrupted")
 DOC = "A leaf call: what a tool call inside a run looks like."
 
@@ -368,15 +368,6 @@ def run_child(database_url: str, var_dir: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _pg_admin():
-    try:
-        import psycopg
-        return psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=3)
-    except Exception as exc:
-        print(f"PostgreSQL not reachable at {PG_ADMIN_URL} ({exc.__class__.__name__}); skipped")
-        return None
-
-
 def report(name: str, figures: dict) -> None:
     raw = max(figures["raw"].values())
     bulk = figures["bulk_create"]
@@ -430,16 +421,9 @@ def main() -> None:
           f"every {batch_ms} ms; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory(prefix="bench-recorder-") as var_dir:
         report("SQLite (WAL, synchronous=NORMAL)", run_child(f"sqlite:///{var_dir}/bench.sqlite3", var_dir))
-        admin = _pg_admin()
-        if admin is None:
-            return
-        name = f"openprogram_bench_{os.getpid()}"
-        admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            report("PostgreSQL", run_child(f"{PG_ADMIN_URL.rsplit('/', 1)[0]}/{name}", var_dir))
-        finally:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            admin.close()
+        with scratch_database("openprogram_bench") as database_url:
+            if database_url is not None:
+                report("PostgreSQL", run_child(database_url, var_dir))
 
 
 if __name__ == "__main__":
