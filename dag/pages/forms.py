@@ -136,6 +136,8 @@ def _json(text: str, where: str = "") -> Any:
                            parse_float=lambda literal: _number(literal, "number", where))
     except json.JSONDecodeError as exc:
         raise FormValueError(f"{where}not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except FormValueError:  # a number refused by the parse hooks above: already says what is wrong
+        raise
     except ValueError:  # the only other: an integer longer than Python converts (sys.get_int_max_str_digits)
         raise FormValueError(f"{where}a whole number longer than {sys.get_int_max_str_digits():,} digits; "
                              f"enter a shorter one") from None
