@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 # A normal close, which the pages answer by reconnecting (their final codes are 4400, 4401 and 4404).
 CLOSE_RECONNECT = 1000
-LOGIN_EVENT = "login.changed"  # handled by `EndsWithItsLogin.login_changed`
+LOGIN_EVENT = "login.ended"  # handled by `EndsWithItsLogin.login_ended`
 
 
 class _SessionCopy(dict):
@@ -117,7 +117,7 @@ class EndsWithItsLogin:
         if group is not None:
             await self.leave_group(group)
 
-    async def login_changed(self, event) -> None:
+    async def login_ended(self, event) -> None:
         session = self.scope.get("session")
         key = session.session_key if session is not None else None
         if key is not None and _digest(key) == event.get("ended"):
