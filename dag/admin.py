@@ -24,8 +24,8 @@ class SessionAdmin(admin.ModelAdmin):
     date_hierarchy = "created_at"
     list_select_related = ("owner",)
     fields = ("id", "owner", "function", "args", "status", "cancel_requested", "result", "error", "model",
-              "budget", "budget_spend", "launch_budget", "rev", "node_count", "nodes_link", "created_at",
-              "started_at", "finished_at", "worker", "heartbeat_at")
+              "budget", "budget_spend", "launch_budget", "rev", "node_count", "stored_bytes", "nodes_link",
+              "created_at", "started_at", "finished_at", "worker", "heartbeat_at")
     # Everything but the owner: what a run did is its record, and changing it here would bypass the run.
     readonly_fields = tuple(name for name in fields if name != "owner")
 

@@ -78,6 +78,9 @@ def test_a_runs_state_is_read_only_and_an_owner_change_is_a_published_revision(a
     stored = Session.objects.get(pk=done.pk)
     assert (stored.owner, stored.status, stored.result) == (new_owner, "completed", "ok")
     assert stored.rev == rev_before + 1 and [m["rev"] for m in seen] == [stored.rev]
+    # What it holds against its owner's storage limit is shown, read-only, beside its node count.
+    page = admin_client.get(reverse("admin:dag_session_change", args=[done.pk])).content.decode()
+    assert "Stored bytes" in page and 'name="stored_bytes"' not in page
 
 
 def test_deleting_a_session_in_the_admin_takes_its_nodes_and_nodes_alone_cannot_be_deleted(admin_client,
