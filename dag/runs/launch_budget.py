@@ -86,17 +86,25 @@ def parse_budget_text(text: str) -> Optional[dict]:
         name, raw = name.strip(), raw.strip()
         if not sep or not name:
             raise BudgetProblem({"__all__": [f"{part!r} is not NAME=VALUE; the limits are {', '.join(FIELDS)}"]})
-        budget[name] = _number(raw)
+        budget[name] = _number(name, raw)
     return clean_budget(budget)
 
 
-def _number(raw: str) -> Any:
-    for kind in (int, float):
-        try:
-            return kind(raw)
-        except ValueError:
-            continue
-    return raw  # not a number: clean_budget names the field and what it must be
+def _number(name: str, raw: str) -> Any:
+    try:
+        return int(raw)
+    except ValueError:
+        digits = raw.lstrip("+-")
+        if digits.isdigit() and name in FIELDS:
+            # More digits than Python converts (about 4,300): float() would make it inf, which is not
+            # what was typed.
+            low, high = MINIMUM[name], MAXIMUM[name]
+            bounds = f"{low} to {high}" if name in COUNTS else f"{low:g} to {high:g} seconds"
+            raise BudgetProblem({name: [f"must be from {bounds}, got a number of {len(digits)} digits"]}) from None
+    try:
+        return float(raw)
+    except ValueError:
+        return raw  # not a number (or not a limit): clean_budget names the field and what it must be
 
 
 def opened(launch_budget: Optional[dict]) -> ContextManager:

@@ -131,7 +131,7 @@ class Command(BaseCommand):
         self._report(session, console)
 
     def _user(self, username: str | None):
-        if username:
+        if username is not None:  # `--user ""` names no one: refused, not taken for the local user
             user = get_user_model().objects.filter(username=username).first()
             if user is None:
                 raise CommandError(f"no user named {username!r}", returncode=EXIT_BAD_INVOCATION)

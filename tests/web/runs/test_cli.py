@@ -77,6 +77,7 @@ def test_runs_as_the_named_user(local_user, other_user):
     (("slow_count", "n"), "arguments are key=value; got 'n'"),
     (("nope",), "unknown function 'nope'"),
     (("slow_count", "--user", "nobody"), "no user named 'nobody'"),
+    (("slow_count", "--user", ""), "no user named ''"),  # not the local user
 ])
 def test_invalid_invocations_fail_with_code_2_and_launch_nothing(local_user, args, message):
     error = failure(*args)

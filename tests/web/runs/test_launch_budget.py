@@ -162,7 +162,12 @@ def test_run_function_budget_bounds_the_run(local_user, test_functions):
 
 @pytest.mark.parametrize("text, words", [("max_llm_calls=0", "max_llm_calls: must be from 1"),
                                          ("retries=2", "unknown limit(s) 'retries'"),
-                                         ("max_llm_calls", "not NAME=VALUE")])
+                                         ("max_llm_calls", "not NAME=VALUE"),
+                                         # more digits than int() reads: not "got inf"
+                                         ("max_depth=" + "9" * 5_000,
+                                          "max_depth: must be from 1 to 1000000000, got a number of 5000 digits"),
+                                         ("timeout_s=-" + "9" * 5_000, "timeout_s: must be from 0.001 to 604800 "
+                                                                       "seconds, got a number of 5000 digits")])
 def test_run_function_with_a_wrong_budget_exits_2_and_launches_nothing(local_user, test_functions, text, words):
     with pytest.raises(CommandError) as caught:
         call_command("run_function", "echo", "text=hi", "--budget", text, stdout=io.StringIO())
