@@ -108,7 +108,15 @@ class Budget:
     def __enter__(self) -> "BudgetScope":
         scope = self.open_scope(_current_budget.get(), open_agentic_levels())
         scope._token = _current_budget.set(scope)
-        scope._started()
+        try:
+            scope._started()
+        except BaseException:
+            # `with` does not call __exit__ when __enter__ raises: undo here, or the scope would
+            # bound whatever this thread runs next.
+            _current_budget.reset(scope._token)
+            scope._token = None
+            scope.close(report=False)
+            raise
         return scope
 
     def __exit__(self, *exc_info) -> None:

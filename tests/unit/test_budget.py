@@ -578,3 +578,30 @@ def test_recorder_hears_a_decorated_root_budget():
         {"depth": 1, "llm_calls": 0, "tokens": 0, "elapsed_s": log.updates[0][1]["elapsed_s"]},
         {"depth": 1, "llm_calls": 1, "tokens": 8, "elapsed_s": log.updates[1][1]["elapsed_s"]}]
     assert log.updates[0][0]["max_depth"] == 4 and log.updates[0][0]["max_tokens"] == 50
+
+
+class RecorderThatFailsAtBudgets(Recorder):
+    def budget_updated(self, limits, spend):
+        raise ConnectionError("database went away")
+
+
+def test_a_budget_block_that_fails_to_open_leaves_no_scope_behind():
+    # A block whose __enter__ raises never runs __exit__: had the scope stayed current, it would bound
+    # whatever this thread (a pooled worker: another session) ran next.
+    with use_recorder(RecorderThatFailsAtBudgets()), pytest.raises(ConnectionError):
+        with Budget(max_llm_calls=1):
+            pass
+    assert current_scope() is None
+    for _ in range(3):
+        model_call()  # not refused as "model call 2" of the failed block
+
+
+def test_an_async_budget_block_that_fails_to_open_leaves_no_scope_behind():
+    async def open_then_call():
+        with pytest.raises(ConnectionError):
+            async with Budget(max_llm_calls=1):
+                pass
+        assert current_scope() is None
+
+    with use_recorder(RecorderThatFailsAtBudgets()):
+        asyncio.run(open_then_call())
