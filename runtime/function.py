@@ -52,6 +52,12 @@ class Tool:
     def __init__(self, fn: Callable, options: ToolOptions, *, expose: str = "io",
                  render_range: Optional[dict] = None, input_meta: Optional[dict] = None,
                  system: Optional[str] = None, budget: Any = None):
+        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            # The call would only create the generator: its body would run after the frame closed,
+            # outside the guard, the budgets and the record.
+            raise ToolRegistrationError(
+                f"{fn.__qualname__} is a generator function; a decorated function must return its "
+                f"result (collect the items into a list) rather than yield them")
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.options = options

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -11,6 +12,8 @@ from .spec import INPUT_KEYS
 DEFAULT_MAX_RESULT_CHARS = 30_000
 DEFAULT_HEAD_RATIO = 0.7
 EXPOSE_VALUES = ("io", "llm", "full", "hidden")
+# What OpenAI and Anthropic accept as a tool name.
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 @dataclass(frozen=True)
@@ -79,8 +82,9 @@ def build_tool_options(given: dict) -> ToolOptions:
         if values.get(field) is not None and not isinstance(values[field], str):
             raise ValueError(f"{field} must be a string, got {values[field]!r}")
     name = values.get("name")
-    if name is not None and not name.replace("_", "").replace("-", "").isalnum():
-        raise ValueError(f"name must be letters, digits, '_' or '-' (a model's tool name), got {name!r}")
+    if name is not None and not _TOOL_NAME.fullmatch(name):
+        raise ValueError(f"name must be 1 to 64 ASCII letters, digits, '_' or '-' (what model APIs accept "
+                         f"as a tool name), got {name!r}")
     chars = values["max_result_chars"]
     if isinstance(chars, bool) or not isinstance(chars, int) or chars < 1:
         raise ValueError(f"max_result_chars must be a positive integer, got {chars!r}")
@@ -89,7 +93,8 @@ def build_tool_options(given: dict) -> ToolOptions:
         raise ValueError(f"head_ratio must be a number from 0 to 1, got {ratio!r}")
     for field in ("cache_ttl", "timeout"):
         value = values.get(field)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not math.isfinite(value) or value <= 0):
             raise ValueError(f"{field} must be a positive number of seconds, got {value!r}")
     params = values.get("parameters")
     if params is not None and (not isinstance(params, dict) or params.get("type", "object") != "object"):

@@ -86,9 +86,13 @@ def test_every_tool_registration_parameter_is_stored():
     ({"max_result_chars": 0}, "max_result_chars must be a positive integer"),
     ({"head_ratio": 1.5}, "head_ratio must be a number from 0 to 1"),
     ({"timeout": -1}, "timeout must be a positive number"),
+    ({"timeout": float("inf")}, "timeout must be a positive number"),  # a wait with no end overflows
+    ({"cache_ttl": float("nan")}, "cache_ttl must be a positive number"),  # would never expire
+    ({"name": "工具"}, "name must be 1 to 64 ASCII letters"),
+    ({"name": "n" * 65}, "name must be 1 to 64 ASCII letters"),
     ({"toolset": [1]}, "toolset must be a tuple of names"),
     ({"check_fn": "yes"}, "check_fn must be a callable"),
-    ({"name": "has space"}, "name must be letters"),
+    ({"name": "has space"}, "name must be 1 to 64 ASCII letters"),
     ({"budget": {"max_depth": 2}}, "budget must be a runtime.Budget(...) or None"),
     ({"system": ["not", "text"]}, "system must be a string"),
 ])
@@ -249,3 +253,17 @@ def test_a_tool_registered_while_a_toolset_is_being_listed_does_not_break_the_li
         registry.register(Stub("early", on_options=lambda: registry.register(late)))
         assert [t.tool_name for t in registry.toolset("x")] == ["early"]
         assert registry.get("late") is late
+
+
+@pytest.mark.parametrize("decorator", [agentic_function, function])
+def test_generator_functions_are_refused_at_decoration(decorator):
+    # Calling one would only create the generator, and its body would run after the frame closed:
+    # outside the guard, the budgets and the record.
+    with pytest.raises(ToolRegistrationError, match="stream is a generator function.*rather than yield"):
+        @decorator(register_globally=False)
+        def stream(n: int):
+            yield n
+    with pytest.raises(ToolRegistrationError, match="astream is a generator function"):
+        @decorator(register_globally=False)
+        async def astream(n: int):
+            yield n
