@@ -92,8 +92,14 @@ class Tool:
             [n for n, _ in self.runtime_params] + (names[:1] if self.is_method else []))
         # Only functions that declare a runtime, set a system prompt or carry a budget need `_setup`.
         self._needs_setup = bool(self.runtime_params) or system is not None or budget is not None
-        parameters = options.parameters or build_parameters(
-            self.signature, self.hints, self.input, skip_first=self.is_method)
+        try:
+            parameters = options.parameters or build_parameters(
+                self.signature, self.hints, self.input, skip_first=self.is_method)
+        except ValueError as exc:
+            raise ValueError(f"{fn.__qualname__}: {exc}") from None
+        # Parameters the runtime fills or hides: a model must not set them, even through **kwargs.
+        self.closed_to_models = self.hidden_from_record | {
+            name for name, meta in self.input.items() if meta.get("hidden")}
         self.spec = {"name": self.tool_name,
                      "description": options.description if options.description is not None else self.doc,
                      "parameters": parameters}
@@ -293,10 +299,14 @@ class Tool:
 
         Raises ToolArgumentError naming the parameter and what was expected.
         """
-        raise_for_errors(self.tool_name, argument_errors(self.spec["parameters"], arguments))
+        errors = argument_errors(self.spec["parameters"], arguments)
+        if isinstance(arguments, dict):
+            for name in self.closed_to_models.intersection(arguments):
+                errors.setdefault(name, []).append("not an argument a model may set")
+        raise_for_errors(self.tool_name, errors)
         return {k: to_python(v, self.hints.get(k, inspect.Parameter.empty)) for k, v in arguments.items()}
 
-    def execute(self, **kwargs):
+    def execute(self, /, **kwargs):
         """Call with arguments from a model: validated against `spec` first."""
         return self(**self.validate(kwargs))
 
@@ -336,7 +346,7 @@ class BoundTool:
     def __call__(self, *args, **kwargs):
         return self.tool(self.instance, *args, **kwargs)
 
-    def execute(self, **kwargs):
+    def execute(self, /, **kwargs):
         return self.tool(self.instance, **self.tool.validate(kwargs))
 
     def __getattr__(self, name: str):

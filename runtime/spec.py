@@ -122,7 +122,10 @@ def build_parameters(signature: inspect.Signature, hints: dict, input_meta: dict
         if meta.get("hidden"):
             continue
         annotation = hints.get(name, param.annotation)
-        prop = dict(schema_for(annotation))
+        try:
+            prop = dict(schema_for(annotation))
+        except ValueError as exc:
+            raise ValueError(f"parameter {name!r}: {exc}") from None
         if meta.get("description"):
             prop["description"] = meta["description"]
         prop.update({keyword: meta[key] for key, keyword in RANGE_KEYWORDS.items() if key in meta})

@@ -82,7 +82,9 @@ def test_unsupported_type_fails_at_decoration():
     class Custom:
         pass
 
-    with pytest.raises(ValueError, match="no JSON schema for type Custom"):
+    # The message says where: which function, which parameter.
+    with pytest.raises(ValueError, match="test_unsupported_type_fails_at_decoration.<locals>.f: "
+                                         "parameter 'c': no JSON schema for type Custom"):
         @function
         def f(c: Custom):
             pass
@@ -137,3 +139,28 @@ def test_hidden_parameter_keeps_its_default_when_executed():
     assert f.execute(q="x") == "default-token"
     with pytest.raises(ToolArgumentError, match="'token'"):
         f.execute(q="x", token="from-the-model")
+
+
+def test_a_model_cannot_set_hidden_or_runtime_parameters_through_kwargs():
+    # **extra opens the spec to extra properties; the parameters the spec and the form keep from models
+    # (hidden ones, the runtime the call is injected) stay closed all the same.
+    @function(register_globally=False, input={"to": {"hidden": True}})
+    def send(body: str, to: str = "team@example.com", runtime=None, **extra) -> str:
+        """Send a note."""
+        return f"sent {body!r} to {to} with {sorted(extra)}"
+
+    assert send.execute(body="hi", cc="x") == "sent 'hi' to team@example.com with ['cc']"
+    for name in ("to", "runtime"):
+        with pytest.raises(ToolArgumentError, match=f"argument '{name}' of tool 'send': not an argument a model may set"):
+            send.execute(body="hi", **{name: "attacker@evil.example"})
+
+
+def test_a_model_cannot_set_a_methods_self():
+    class Mailer:
+        @function(register_globally=False)
+        def send(self, body: str, **extra) -> str:
+            """Send a note."""
+            return body
+
+    with pytest.raises(ToolArgumentError, match="argument 'self' of tool 'send': not an argument a model may set"):
+        Mailer().send.execute(body="hi", self="other")
