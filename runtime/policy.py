@@ -105,23 +105,39 @@ def _as_names(value: Any, field_name: str) -> Optional[set]:
     raise TypeError(f"{field_name} must be a list of tool names, got {value!r}")
 
 
-def _candidates(tools: Optional[list], toolset: Any) -> list:
+def _candidates(tools: Any, toolset: Any) -> list:
     if tools is not None:
+        if isinstance(tools, str) or _is_tool(tools):
+            tools = [tools]  # one tool given alone, not a string to take letter by letter
+        elif not isinstance(tools, Iterable):
+            raise TypeError(f"tools= takes a list of decorated functions or registered tool names, got {tools!r}")
         found = []
         for item in tools:
             if isinstance(item, str):
                 found.append(registry[item])  # KeyError names the known tools
-            elif hasattr(item, "spec") and hasattr(item, "tool_name"):
+            elif _is_tool(item):
                 found.append(item)
             else:
                 raise TypeError(f"tools= takes decorated functions or registered tool names, got {item!r}")
         return found
-    names = [toolset] if isinstance(toolset, str) else list(toolset)
+    names = [toolset] if isinstance(toolset, str) else list(toolset) if isinstance(toolset, Iterable) else None
+    if names is None or not all(isinstance(name, str) for name in names):
+        raise TypeError(f"toolset= takes a toolset name or a list of them, got {toolset!r}")
     seen: dict = {}
     for name in names:
-        for tool in registry.toolset(name):
+        members = registry.toolset(name)
+        if not members and name not in ("full", "none"):
+            # A misspelt toolset would otherwise offer the model no tool at all, silently.
+            known = sorted({n for tool in registry.all() for n in tool.options.toolset})
+            raise ValueError(f"toolset {name!r}: no registered tool is in it; the toolsets are "
+                             f"{', '.join(['full', 'none', *known])}")
+        for tool in members:
             seen.setdefault(tool.tool_name, tool)
     return list(seen.values())
+
+
+def _is_tool(item: Any) -> bool:
+    return hasattr(item, "spec") and hasattr(item, "tool_name")
 
 
 def unattended_deny(runtime) -> set:

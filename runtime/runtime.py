@@ -50,6 +50,7 @@ class Runtime:
             if provider is not None:
                 raise TypeError("Runtime takes provider= or call=, not both")
             provider = CallableProvider(call, model)
+        _check_arguments(provider, system, model, unattended)
         self._provider_given = provider
         self._provider: Optional[Provider] = provider if isinstance(provider, Provider) else None
         self._default_model: Optional[str] = None
@@ -104,6 +105,7 @@ class Runtime:
 
     @provider.setter
     def provider(self, value) -> None:
+        _check_arguments(value)
         self._provider_given = value
         self._provider = value if isinstance(value, Provider) else None
 
@@ -142,6 +144,8 @@ class Runtime:
                       tool_choice=tool_choice, max_iterations=max_iterations, timeout_s=timeout_s, model=model)
         if budget is None:
             return run_exec(self, content, **kwargs)
+        if not (hasattr(type(budget), "__enter__") and hasattr(type(budget), "__exit__")):
+            raise TypeError(f"budget must be a runtime.Budget(...) or None, got {budget!r}")
         with budget:
             return run_exec(self, content, **kwargs)
 
@@ -193,3 +197,18 @@ def llm(content, model: Optional[str] = None, timeout_s: Optional[float] = None)
         return runtime.llm(content, model=model, timeout_s=timeout_s)
     finally:
         runtime.close()
+
+
+def _check_arguments(provider, system=None, model=None, unattended=None) -> None:
+    """Refuse what Runtime would otherwise ignore for the environment's default model, or misread."""
+    if isinstance(provider, type):
+        raise TypeError(f"provider must be a Provider instance, a provider name or None, got the class "
+                        f"{provider.__name__}: pass {provider.__name__}(...)")
+    if provider is not None and not isinstance(provider, (Provider, str)):
+        raise TypeError(f"provider must be a Provider instance, a provider name, a callable or None, "
+                        f"got {provider!r}")
+    for name, value in (("system", system), ("model", model)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{name} must be a string or None, got {value!r}")
+    if unattended is not None and not isinstance(unattended, bool):
+        raise TypeError(f"unattended must be True, False or None, got {unattended!r}")

@@ -55,7 +55,19 @@ def test_named_toolsets_come_from_each_tools_toolset(tools):
     assert offered(toolset="files") == ["read_file", "write_file"]
     assert offered(toolset=["write", "web"]) == ["write_file", "search"]
     assert offered(toolset="none") == []
-    assert offered(toolset="no-such-set") == []
+    with pytest.raises(ValueError, match="toolset 'fils': no registered tool is in it; "
+                                         "the toolsets are full, none, files, web, write"):
+        offered(toolset="fils")  # a misspelt toolset is named, not an exec with no tools
+    with pytest.raises(TypeError, match="toolset= takes a toolset name or a list of them, got 3"):
+        offered(toolset=3)
+
+
+def test_one_tool_given_alone_is_offered_as_one(tools):
+    _, _, search = tools
+    assert offered(tools="write_file") == ["write_file"]  # not the letters of its name
+    assert offered(tools=search) == ["search"]
+    with pytest.raises(TypeError, match="tools= takes a list of decorated functions or registered tool names, got 7"):
+        offered(tools=7)
 
 
 def test_tools_passes_exactly_those(tools):

@@ -103,3 +103,22 @@ def test_a_model_spec_that_is_not_unicode_is_refused_in_a_message_that_can_be_en
     message = str(caught.value)
     message.encode("utf-8")
     assert repr("openai:" + spec) in message and repr("anthropic:" + spec) in message
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"provider": ScriptedProvider}, "got the class ScriptedProvider: pass ScriptedProvider(...)"),
+    ({"provider": 123}, "provider must be a Provider instance, a provider name, a callable or None, got 123"),
+    ({"system": 5}, "system must be a string or None, got 5"),
+    ({"model": 123}, "model must be a string or None, got 123"),
+    ({"unattended": "no"}, "unattended must be True, False or None, got 'no'"),
+])
+def test_a_runtime_argument_it_cannot_use_is_refused_not_replaced_by_the_default(env, kwargs, message):
+    # Before, any of these fell back to the environment's model (or was read as true) without a word.
+    with pytest.raises(TypeError, match=None) as caught:
+        Runtime(**kwargs)
+    assert message in str(caught.value)
+    runtime = Runtime(provider=ScriptedProvider(["ok"]))
+    with pytest.raises(TypeError, match="got the class SimProvider"):
+        runtime.provider = SimProvider
+    with pytest.raises(TypeError, match="budget must be a runtime.Budget"):
+        runtime.exec("go", budget=5)
