@@ -25,15 +25,19 @@ _added: tuple[Callable, ...] = ()
 def _takes_no_event(hook: Callable) -> bool:
     """True for a hook with no positional parameter at all (`def hook(): ...`); one with any, optional or
     `*args`, gets the event, and so does one whose signature cannot be read. A required keyword-only
-    parameter could never be filled, so it is refused here rather than failing at every call."""
+    parameter, or a second required positional one, could never be filled, so they are refused here
+    rather than failing at every call."""
     try:
         parameters = list(inspect.signature(hook).parameters.values())
     except (TypeError, ValueError):
         return False
     required_keywords = [p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
-    if required_keywords:
-        raise TypeError(f"pre-invocation hook {hook!r} has required keyword-only parameter(s) "
-                        f"{', '.join(required_keywords)}; a hook takes no argument, or the event")
+    required_positional = [p.name for p in parameters
+                           if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+    if required_keywords or len(required_positional) > 1:
+        unfillable = required_keywords or required_positional[1:]
+        raise TypeError(f"pre-invocation hook {hook!r} has required parameter(s) {', '.join(unfillable)} "
+                        f"beyond the event; a hook takes no argument, or the event")
     return not any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in parameters)
 
 

@@ -58,8 +58,10 @@ def wait(future: Future, *, check: Optional[Callable[[], None]] = None, timeout:
             try:
                 return future.result(timeout=slice_s)
             except TimeoutError:
-                if future.done():  # the work itself raised TimeoutError
-                    raise
+                if future.done():
+                    # The work raised TimeoutError itself, or it finished just as the slice ran out:
+                    # its own outcome either way, never the slice's timeout.
+                    return future.result()
             if check is not None:
                 check()
     except BaseException:

@@ -163,5 +163,7 @@ def test_a_hook_with_an_optional_parameter_gets_the_event_and_a_required_keyword
 
     leaf()
     assert seen and seen[0] is not None and seen[0].name == "leaf"
-    with pytest.raises(TypeError, match="required keyword-only parameter"):
+    with pytest.raises(TypeError, match=r"required parameter\(s\) reason beyond the event"):
         add_pre_invocation_hook(lambda *, reason: None)
+    with pytest.raises(TypeError, match=r"required parameter\(s\) extra beyond the event"):
+        add_pre_invocation_hook(lambda event, extra: None)  # would break every call, not just this one
