@@ -8,14 +8,21 @@ An explicit `Budget` still applies on top, so it can only tighten this.
 It costs nothing at frame entry: the tally hangs on the entry frame and is made at the tree's first
 model call, when the variable is read. A call in a thread that lost the caller's context (a bare
 `threading.Thread`, `executor.submit`) starts a tree of its own, so it is still bounded.
+
+A model loop run outside any agentic function (a top-level `Runtime.exec` or `llm`) is a tree too
+(`frameless_tree`): its own model calls, and those of every agentic call its tools start, share one
+tally. Without it, each tool call would start a tree with a whole limit of its own, and a model that
+fans out would multiply the bound.
 """
 from __future__ import annotations
 
 import os
 import threading
-from typing import Optional
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Iterator, Optional
 
-from .context import Frame, _current_budget, _current_recorder, open_agentic_levels
+from .context import Frame, _current_budget, _current_recorder, current_frame, open_agentic_levels
 from .errors import BudgetExceeded
 
 ENV_VAR = "OPENPROGRAM_MAX_LLM_CALLS"
@@ -23,6 +30,9 @@ DEFAULT_MAX_LLM_CALLS = 500
 
 _create_lock = threading.Lock()
 _OFF = object()  # the tally of a tree whose default bound is turned off
+
+# The tally of the frameless model loop the current call runs under (see `frameless_tree`), or None.
+_frameless_tally: ContextVar[Optional[object]] = ContextVar("openprogram_frameless_tally", default=None)
 
 
 def default_llm_calls() -> int:
@@ -61,6 +71,25 @@ class CallTally:
             self.tokens += tokens
 
 
+def _new_tally():
+    limit = default_llm_calls()
+    return CallTally(limit) if limit else _OFF
+
+
+@contextmanager
+def frameless_tree() -> Iterator[None]:
+    """Around a model loop: outside any agentic function (and any frameless loop), it opens a tree whose
+    tally its own model calls and the trees its tools start all count against."""
+    if current_frame() is not None or _frameless_tally.get() is not None:
+        yield
+        return
+    token = _frameless_tally.set(_new_tally())
+    try:
+        yield
+    finally:
+        _frameless_tally.reset(token)
+
+
 def _entry_frame(frame: Frame) -> Frame:
     while frame.parent is not None:
         frame = frame.parent
@@ -73,20 +102,19 @@ def _tally_of(root: Frame):
         with _create_lock:  # parallel branches may make the tree's first model calls at once
             tally = root.__dict__.get("_call_tally")
             if tally is None:
-                limit = default_llm_calls()
-                tally = root._call_tally = CallTally(limit) if limit else _OFF
+                outer = _frameless_tally.get()  # a tree started by a frameless loop's tool: part of it
+                tally = root._call_tally = outer if outer is not None else _new_tally()
     return tally
 
 
 def admit_default_call(frame: Optional[Frame]) -> Optional[CallTally]:
-    """Count one model call made in `frame`'s tree; None outside agentic functions or when turned off.
+    """Count one model call made in `frame`'s tree (the frameless loop's, for None); None outside both,
+    or when turned off.
 
     Raises BudgetExceeded(dimension="llm_calls") when the tree has made its limit of model calls.
     """
-    if frame is None:
-        return None
-    tally = _tally_of(_entry_frame(frame))
-    if tally is _OFF:
+    tally = _frameless_tally.get() if frame is None else _tally_of(_entry_frame(frame))
+    if tally is None or tally is _OFF:
         return None
     with tally.lock:
         if tally.calls < tally.limit:
@@ -95,8 +123,8 @@ def admit_default_call(frame: Optional[Frame]) -> Optional[CallTally]:
     _raise_breach(tally, frame)
 
 
-def _raise_breach(tally: CallTally, frame: Frame):
-    path = frame.path()
+def _raise_breach(tally: CallTally, frame: Optional[Frame]):
+    path = frame.path() if frame is not None else ["runtime.exec"]
     observed = tally.limit + 1
     error = BudgetExceeded(
         f"default budget exceeded: {ENV_VAR}={tally.limit}, this would be model call {observed} of the "

@@ -9,10 +9,11 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Callable, Iterable, Iterator, Optional
 
 from .context import _current_runtime, _system_override
+from .default_budget import frameless_tree
 from .dispatch import ResultCache
 from .exec_loop import run_exec, run_llm
 from .policy import DEFAULT_TOOLSET  # noqa: F401  (the seed's name, read here by users and tests)
@@ -142,11 +143,9 @@ class Runtime:
         """
         kwargs = dict(tools=tools, toolset=toolset, tools_allow=tools_allow, tools_deny=tools_deny,
                       tool_choice=tool_choice, max_iterations=max_iterations, timeout_s=timeout_s, model=model)
-        if budget is None:
-            return run_exec(self, content, **kwargs)
-        if not (hasattr(type(budget), "__enter__") and hasattr(type(budget), "__exit__")):
+        if budget is not None and not (hasattr(type(budget), "__enter__") and hasattr(type(budget), "__exit__")):
             raise TypeError(f"budget must be a runtime.Budget(...) or None, got {budget!r}")
-        with budget:
+        with frameless_tree(), budget if budget is not None else nullcontext():
             return run_exec(self, content, **kwargs)
 
     async def aexec(self, content, **kwargs) -> str:
@@ -155,7 +154,8 @@ class Runtime:
 
     def llm(self, content, model: Optional[str] = None, timeout_s: Optional[float] = None) -> str:
         """One model call with no tools; the reply's text."""
-        return run_llm(self, content, model=model, timeout_s=timeout_s)
+        with frameless_tree():
+            return run_llm(self, content, model=model, timeout_s=timeout_s)
 
     def close(self) -> None:
         providers = [self._provider, *self._others.values()] if self._provider is not None else list(self._others.values())

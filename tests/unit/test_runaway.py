@@ -154,6 +154,32 @@ def test_the_default_budget_stops_a_breadth_first_runaway_at_the_configured_call
     assert limits["max_llm_calls"] == 40 and spend["llm_calls"] == 40
 
 
+@pytest.mark.parametrize("fan_out", [3, 4])
+def test_a_top_level_exec_and_the_trees_its_tools_start_share_one_default_budget(monkeypatch, fan_out):
+    # Outside any agentic function, each tool call starts a tree: had each its own limit, the bound
+    # would grow with the fan-out (121 calls for a limit of 30 and four calls a reply).
+    monkeypatch.setenv("OPENPROGRAM_MAX_LLM_CALLS", "30")
+    loop = self_caller()
+    model = AlwaysCalls(*["loop"] * fan_out)
+    with pytest.raises(BudgetExceeded, match="OPENPROGRAM_MAX_LLM_CALLS=30"):
+        Runtime(provider=model).exec("go", tools=[loop])
+    assert model.calls == 30
+
+
+def test_a_top_level_exec_whose_model_only_calls_leaf_tools_is_bounded_too(monkeypatch):
+    monkeypatch.setenv("OPENPROGRAM_MAX_LLM_CALLS", "7")
+    model = AlwaysCalls("step")
+    with pytest.raises(BudgetExceeded) as caught:
+        Runtime(provider=model).exec("walk", tools=[step], max_iterations=100)
+    assert model.calls == 7 and caught.value.path == ["runtime.exec"]
+
+
+def test_each_top_level_exec_is_a_tree_of_its_own(monkeypatch):
+    monkeypatch.setenv("OPENPROGRAM_MAX_LLM_CALLS", "3")
+    runtime = Runtime(provider=ScriptedProvider(["one", "two", "three", "four"]))
+    assert [runtime.exec("go", tools=[]) for _ in range(4)] == ["one", "two", "three", "four"]
+
+
 def test_the_default_is_500_and_zero_turns_it_off(monkeypatch):
     from runtime.default_budget import default_llm_calls
     monkeypatch.delenv("OPENPROGRAM_MAX_LLM_CALLS", raising=False)
