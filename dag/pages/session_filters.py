@@ -40,12 +40,8 @@ class SessionFilters:
         status = params.get("status", "").strip()
         if status and status not in Session.Status.values:
             raise BadFilter(f"unknown status filter {status!r}; allowed: {', '.join(Session.Status.values)}")
-        function = params.get("function", "").strip()
-        if len(function) > MAX_FUNCTION_CHARS:
-            raise BadFilter(f"function must be at most {MAX_FUNCTION_CHARS} characters")
-        search = params.get("q", "").strip()
-        if len(search) > MAX_SEARCH_CHARS:
-            raise BadFilter(f"q (the search) must be at most {MAX_SEARCH_CHARS} characters")
+        function = _text(params, "function", "function", MAX_FUNCTION_CHARS)
+        search = _text(params, "q", "q (the search)", MAX_SEARCH_CHARS)
         filters = cls(function=function, status=status, date_from=_date(params, "from"),
                       date_to=_date(params, "to"), search=search)
         if filters.date_from and filters.date_to and filters.date_to < filters.date_from:
@@ -88,6 +84,15 @@ def search_forms(term: str) -> list[str]:
     for cased in (term, term.lower(), term.upper()):
         forms += [cased, json.dumps(cased)[1:-1], json.dumps(cased, ensure_ascii=False)[1:-1]]
     return list(dict.fromkeys(forms))
+
+
+def _text(params, name: str, called: str, max_chars: int) -> str:
+    value = params.get(name, "").strip()
+    if len(value) > max_chars:
+        raise BadFilter(f"{called} must be at most {max_chars} characters")
+    if "\x00" in value:  # no stored text holds one, and PostgreSQL refuses it in a query
+        raise BadFilter(f"{called} cannot contain a NUL character")
+    return value
 
 
 def _date(params, name: str) -> datetime.date | None:

@@ -117,7 +117,8 @@ def test_dates_at_either_end_of_the_calendar_bound_nothing(logged_in, user, sett
 @pytest.mark.parametrize("query, named", [
     ("status=sleeping", "'sleeping'"), ("from=yesterday", "from must be a date"),
     ("to=2025-13-01", "to must be a date"), ("from=2025-03-02&to=2025-03-01", "is before from"),
-    ("q=" + "x" * 201, "at most 200 characters")])
+    ("q=" + "x" * 201, "at most 200 characters"), ("q=a%00b", "q (the search) cannot contain a NUL"),
+    ("function=echo%00", "function cannot contain a NUL")])
 def test_a_malformed_filter_is_a_400_naming_it(logged_in, query, named):
     response = logged_in.get(f"/sessions/?{query}")
     assert response.status_code == 400
