@@ -12,7 +12,9 @@ RecursionError propagates instead, through every enclosing loop, and ends the ru
 
 Several calls in one reply run concurrently (at most MAX_PARALLEL_CALLS at once), each in its own
 thread with a copy of the caller's context (frame, runtime, recorder, budget, recursion depths), so
-nested calls see the right chain.
+nested calls see the right chain. At most MAX_TOOL_CALLS_PER_REPLY calls of one reply run (default 64,
+or OPENPROGRAM_MAX_TOOL_CALLS_PER_REPLY; 0 turns the cap off); each call past it is answered with an
+error result saying so, not run.
 """
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ from .messages import ToolCall, to_text, tool_result_message
 from .options import ToolOptions
 from .policy import LOAD_TOOLS, OfferedTools
 from .recorder import Recorder
+from .retry import env_number
 from .situation import note_refusal
 
 # Set inside a tool call that has a `timeout`: (monotonic deadline, tool name). A model call made
@@ -50,6 +53,15 @@ PROPAGATE = (CancelledError, BudgetExceeded, ExecLimitExceeded)
 # A reply may ask for any number of tool calls; each runs in a thread of its own, so at most this many
 # run at once (the rest follow in further waves).
 MAX_PARALLEL_CALLS = 16
+# Without a cap one reply could ask for 20,000 calls of a tool with side effects and have them all run.
+MAX_TOOL_CALLS_PER_REPLY = 64
+MAX_TOOL_CALLS_ENV = "OPENPROGRAM_MAX_TOOL_CALLS_PER_REPLY"
+
+
+def max_tool_calls_per_reply() -> int:
+    """The cap on the tool calls of one reply that run, from OPENPROGRAM_MAX_TOOL_CALLS_PER_REPLY
+    (unset: MAX_TOOL_CALLS_PER_REPLY; 0: no cap); a value that is not a whole number >= 0 is named."""
+    return env_number(MAX_TOOL_CALLS_ENV, MAX_TOOL_CALLS_PER_REPLY, int)
 
 
 class ToolTimeoutError(OpenProgramError, TimeoutError):
@@ -205,9 +217,24 @@ class Dispatcher:
         self.unattended = getattr(runtime, "unattended", True)
         self.approver = getattr(runtime, "approver", None)
         self.cache: ResultCache = runtime.tool_cache
+        self.max_calls = max_tool_calls_per_reply()  # read here, so a bad value fails before any model call
 
     def run(self, calls: list[ToolCall]) -> list[dict]:
         """Tool-result messages for `calls`, in call order."""
+        if self.max_calls and len(calls) > self.max_calls:
+            skipped = [tool_result_message(call, self._over_cap(len(calls), index), True)
+                       for index, call in enumerate(calls[self.max_calls:], self.max_calls)]
+            return self._run(calls[:self.max_calls]) + skipped
+        return self._run(calls)
+
+    def _over_cap(self, count: int, index: int) -> str:
+        if index > self.max_calls:  # the first one says why; thousands of copies would only fill the context
+            return f"Refused: not run (call {index + 1}): past the cap of {self.max_calls} tool calls per reply"
+        return (f"Refused: not run: this reply asked for {count} tool calls and at most {self.max_calls} of "
+                f"one reply run ({MAX_TOOL_CALLS_ENV}); this call and every later one in the reply were "
+                f"not run. Ask for the rest in a later reply, at most {self.max_calls} at a time")
+
+    def _run(self, calls: list[ToolCall]) -> list[dict]:
         # What the model had been told was refused before this reply: calls of one reply run at once, so
         # two refusals in it are both still guidance.
         told = self.owner.refused_names
@@ -244,15 +271,18 @@ class Dispatcher:
         except Exception as exc:
             text, is_error = f"Error: {type(exc).__name__}: {exc}", True
         if is_error:  # an exception's message (a response body, a process's output) can be any length
-            tool = self.offered.tools.get(call.name)
+            tool = self._tool(call)
             options = tool.options if tool is not None else ToolOptions()
             text = shape_result(text, options.max_result_chars, options.head_ratio)
         return tool_result_message(call, text, is_error)
 
     def _result_text(self, call: ToolCall) -> str:
+        if not isinstance(call.name, str):
+            raise Refusal(f"a tool name must be a string, got {type(call.name).__name__} {call.name!r:.60}; "
+                          f"the tools you may call are: {', '.join(self.offered.tools) or 'none'}")
         if call.name == LOAD_TOOLS and LOAD_TOOLS not in self.offered.tools:
             return self._load_tools(call)
-        tool = self.offered.tools.get(call.name)
+        tool = self._tool(call)
         if tool is None:
             raise Refusal(self.offered.refusal(call.name))
         if call.arguments_error is not None:
@@ -282,6 +312,11 @@ class Dispatcher:
             self.cache.put(key, text, options.cache_ttl)
         return text
 
+    def _tool(self, call: ToolCall):
+        """The offered tool `call` names; None for an unknown name or one that is not a string (a
+        provider of one's own may pass a list through, and a list cannot be looked up)."""
+        return self.offered.tools.get(call.name) if isinstance(call.name, str) else None
+
     def _check_approval(self, tool, arguments: dict) -> None:
         rule = tool.options.requires_approval
         if not rule:
@@ -306,7 +341,12 @@ class Dispatcher:
             watcher = TimeoutAwareRecorder(recorder, _current_frame.get())
 
         def run_with_deadline():
-            _tool_deadline.set((time.monotonic() + timeout, tool.tool_name))
+            # A tool called inside another tool with a timeout keeps the earlier deadline: once the
+            # outer call is abandoned, its whole subtree must stop at its next model call.
+            outer = _tool_deadline.get()
+            deadline = time.monotonic() + timeout
+            if outer is None or deadline < outer[0]:
+                _tool_deadline.set((deadline, tool.tool_name))
             if watcher is not None:
                 _current_recorder.set(watcher)
             return _invoke(tool, arguments)
