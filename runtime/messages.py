@@ -8,12 +8,13 @@ simulated models only ever see these. A conversation is a list of plain dicts:
     {"role": "tool", "tool_call_id": "...", "name": "...", "content": "result text", "is_error": bool}
 
 Text blocks the runtime adds itself carry a "source" key ("situational", "context") so that a reader
-(the simulated model, a test) can tell them from the caller's own content; providers drop the key.
+(the simulated model, a test) can tell them from the caller's own content; providers drop the key from
+text blocks only, since other blocks (Anthropic's image and document blocks) carry their data under it.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 # The user's content may not be arbitrarily large: a model call is made of it, recorded and shown.
@@ -99,9 +100,40 @@ def parse_arguments(call_id: str, name: str, raw: Any) -> ToolCall:
         parsed = json.loads(raw)
     except ValueError as exc:
         return ToolCall(call_id, name, {}, f"arguments are not valid JSON ({exc})", raw)
+    except RecursionError:  # must not escape: a RecursionError is also how the depth ceiling ends a run
+        return ToolCall(call_id, name, {}, "arguments are nested too deeply to parse; send a flat JSON object", raw)
     if not isinstance(parsed, dict):
         return ToolCall(call_id, name, {}, f"arguments must be a JSON object, got {type(parsed).__name__}", raw)
     return ToolCall(call_id, name, parsed, None, raw)
+
+
+def token_count(value: Any) -> int:
+    """A usage number as a non-negative int; anything else a server sends ("n/a", -5, 1.5) counts as 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def clean_usage(usage: Any) -> dict:
+    """`usage` as {"input_tokens", "output_tokens"} of non-negative ints, whatever a provider returned."""
+    usage = usage if isinstance(usage, dict) else {}
+    return {"input_tokens": token_count(usage.get("input_tokens")),
+            "output_tokens": token_count(usage.get("output_tokens"))}
+
+
+def unique_call_ids(calls: list, seen: set, turn: int) -> list:
+    """`calls` with every id unique among `seen` (the ids of the exec so far, updated here): a missing or
+    repeated id gets the turn and the call's index, so each tool result pairs with one call."""
+    unique = []
+    for index, call in enumerate(calls):
+        call_id = call.id
+        if not call_id or call_id in seen:
+            base = f"{call_id or 'call'}_t{turn}_{index}"
+            call_id, n = base, 1
+            while call_id in seen:
+                call_id, n = f"{base}_{n}", n + 1
+            call = replace(call, id=call_id)
+        seen.add(call_id)
+        unique.append(call)
+    return unique
 
 
 @dataclass
@@ -115,7 +147,8 @@ class ModelReply:
 
     @property
     def total_tokens(self) -> int:
-        return int(self.usage.get("input_tokens") or 0) + int(self.usage.get("output_tokens") or 0)
+        usage = clean_usage(self.usage)
+        return usage["input_tokens"] + usage["output_tokens"]
 
     def as_message(self) -> dict:
         message = {"role": "assistant", "content": self.text}
@@ -128,8 +161,9 @@ class ModelReply:
 class ModelRequest:
     """What one model call sends. `tools` are tool specs ({"name", "description", "parameters"}).
 
-    `tool_choice` is "auto", "none", "required" or a tool name. `timeout_s` caps this call (the
-    provider's own request timeout still applies when it is shorter).
+    `tool_choice` is "auto", "none", "required" or a tool name. `timeout_s` caps this call, its retries
+    included, at providers that wait on a server (the SDK ones; their own per-attempt timeout still
+    applies when it is shorter); the others (sim, scripted, a `call=` function) ignore it.
     """
 
     system: str

@@ -24,7 +24,7 @@ from .context import Frame, _current_budget, _current_recorder
 from .default_budget import admit_default_call
 from .dispatch import _tool_deadline, check_tool_deadline
 from .errors import status_of
-from .messages import ModelReply, ModelRequest, normalize_content, text_block
+from .messages import ModelReply, ModelRequest, clean_usage, normalize_content, text_block
 from .situation import situational_block
 
 
@@ -92,6 +92,10 @@ def call_model(provider, request: ModelRequest, frame: Optional[Frame]) -> Model
             if bounded:  # the budget's time ran out during the call: that is why it failed
                 check_deadline(frame)
             raise
+        # Whatever usage a provider reports ("n/a", -100) is counted as non-negative ints, so settling
+        # the call below cannot fail and leave its record open or its reservation held.
+        reply.usage = clean_usage(reply.usage)
+        tokens = reply.total_tokens
     except BaseException as exc:
         if tally is not None:
             tally.release()
@@ -100,12 +104,14 @@ def call_model(provider, request: ModelRequest, frame: Optional[Frame]) -> Model
         if recorder is not None:
             recorder.llm_finished(handle, status_of(exc), None, None, exc)
         raise
-    if tally is not None:
-        tally.commit(reply.total_tokens)
-    if reservation is not None:
-        reservation.commit(reply.total_tokens)
-    if recorder is not None:
-        recorder.llm_finished(handle, "completed", reply.as_dict(), dict(reply.usage), None)
+    try:
+        if tally is not None:
+            tally.commit(tokens)
+        if reservation is not None:
+            reservation.commit(tokens)
+    finally:  # the call did happen: its record is closed even if settling it failed
+        if recorder is not None:
+            recorder.llm_finished(handle, "completed", reply.as_dict(), dict(reply.usage), None)
     return reply
 
 

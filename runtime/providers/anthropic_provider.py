@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Optional
+from typing import Any
 
-from ..messages import ModelReply, ModelRequest, parse_arguments
-from ..retry import ProviderError, env_number
+from ..messages import ModelReply, ModelRequest, clean_usage, parse_arguments
+from ..retry import ProviderError
 from .sdk import SDKProvider, http_client
 
-DEFAULT_MAX_TOKENS = 4096
+# Stop reasons meaning the reply was cut short, its text partial and its last tool_use's input perhaps too.
+CUT_OFF = ("max_tokens", "model_context_window_exceeded")
 
 
 class AnthropicProvider(SDKProvider):
@@ -16,10 +17,6 @@ class AnthropicProvider(SDKProvider):
     default_model = "claude-sonnet-4-5"
     api_key_env = "ANTHROPIC_API_KEY"
     base_url_env = "ANTHROPIC_BASE_URL"
-
-    def __init__(self, model: Optional[str] = None, *, max_tokens: Optional[int] = None, **kwargs):
-        super().__init__(model, **kwargs)
-        self.max_tokens = max_tokens or env_number("OPENPROGRAM_MAX_TOKENS", DEFAULT_MAX_TOKENS, int) or DEFAULT_MAX_TOKENS
 
     def make_client(self, timeout_s: float) -> Any:
         import anthropic
@@ -44,16 +41,19 @@ class AnthropicProvider(SDKProvider):
         return client.messages.create(**kwargs)
 
     def parse(self, response: Any) -> ModelReply:
-        texts, calls = [], []
-        for block in response.content:
-            if block.type == "text":
-                texts.append(block.text)
-            elif block.type == "tool_use":
-                calls.append(parse_arguments(block.id, block.name, block.input))
+        text = "".join(block.text for block in response.content if block.type == "text")
+        if response.stop_reason == "refusal":
+            raise self.refused(text, "stop_reason 'refusal'")
+        if response.stop_reason in CUT_OFF:
+            raise self.cut_off(f"stop_reason {response.stop_reason!r}")
+        calls = []
+        for index, block in enumerate(b for b in response.content if b.type == "tool_use"):
+            call_id, name = self.call_identity(index, block.id, block.name)
+            calls.append(parse_arguments(call_id, name, block.input))
         usage = getattr(response, "usage", None)
-        return ModelReply(text="".join(texts), tool_calls=calls,
-                          usage={"input_tokens": getattr(usage, "input_tokens", 0) or 0,
-                                 "output_tokens": getattr(usage, "output_tokens", 0) or 0})
+        return ModelReply(text=text, tool_calls=calls,
+                          usage=clean_usage({"input_tokens": getattr(usage, "input_tokens", None),
+                                             "output_tokens": getattr(usage, "output_tokens", None)}))
 
 
 def anthropic_tool_choice(choice: Any) -> dict:
@@ -64,8 +64,9 @@ def anthropic_tool_choice(choice: Any) -> dict:
 def _blocks(content: Any) -> list[dict]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
-    return [{"type": "text", "text": b["text"]} if b.get("type") == "text" else
-            {k: v for k, v in b.items() if k != "source"} for b in content]
+    # Rebuilt text blocks drop the runtime's "source" marker; image and document blocks carry their data
+    # under a "source" of their own, so they go as they are.
+    return [{"type": "text", "text": b["text"]} if b.get("type") == "text" else b for b in content]
 
 
 def to_anthropic_messages(request: ModelRequest) -> list[dict]:

@@ -32,7 +32,9 @@ def conversation_blocks(request: ModelRequest) -> list[dict]:
     for message in request.messages:
         role = message["role"]
         if role == "user":
-            blocks += [{k: v for k, v in b.items() if k != "source"} for b in message["content"]]
+            # The runtime's "source" marker goes from text blocks only: other blocks keep their own data.
+            blocks += [{k: v for k, v in b.items() if k != "source"} if b.get("type") == "text" else b
+                       for b in message["content"]]
         elif role == "assistant" and message.get("content"):
             blocks.append(text_block(f"[your earlier reply] {message['content']}"))
         elif role == "tool":

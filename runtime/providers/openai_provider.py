@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..messages import ModelReply, ModelRequest, parse_arguments
+from ..messages import ModelReply, ModelRequest, clean_usage, parse_arguments
 from ..retry import ProviderError
 from .sdk import SDKProvider, http_client
 
@@ -29,7 +29,8 @@ class OpenAIProvider(SDKProvider):
         return openai.APIStatusError, openai.APITimeoutError, openai.APIConnectionError
 
     def send(self, client: Any, request: ModelRequest, model: str) -> Any:
-        kwargs: dict = {"model": model, "messages": to_openai_messages(request)}
+        kwargs: dict = {"model": model, "messages": to_openai_messages(request),
+                        "max_completion_tokens": self.max_tokens}
         if request.tools:
             kwargs["tools"] = [{"type": "function", "function": spec} for spec in request.tools]
             kwargs["tool_choice"] = openai_tool_choice(request.tool_choice)
@@ -38,19 +39,36 @@ class OpenAIProvider(SDKProvider):
     def parse(self, response: Any) -> ModelReply:
         if not response.choices:  # some servers answer a filtered or failed generation with none
             raise ProviderError(self.name, "the response has no choices (nothing was generated)", status=200)
-        message = response.choices[0].message
+        choice = response.choices[0]
+        message = choice.message
         if message is None:
             raise ProviderError(self.name, "the reply's first choice has no message", status=200)
+        text = _text(message.content, self.name)
+        if getattr(message, "refusal", None):
+            raise self.refused(message.refusal, "message.refusal")
+        if choice.finish_reason == "content_filter":
+            raise self.refused(text, "finish_reason 'content_filter': the provider's filter stopped the reply")
+        if choice.finish_reason == "length":
+            raise self.cut_off("finish_reason 'length'")
+        calls = []
         for index, call in enumerate(message.tool_calls or []):
-            if call.function is None or not call.function.name:
-                raise ProviderError(self.name, f"tool call {index} of the reply names no function", status=200)
-        # Some local servers send no call ids; the protocol needs one to pair each result with its call.
-        calls = [parse_arguments(call.id or f"call_{index}", call.function.name, call.function.arguments)
-                 for index, call in enumerate(message.tool_calls or [])]
+            function = call.function
+            call_id, name = self.call_identity(index, call.id, getattr(function, "name", None))
+            calls.append(parse_arguments(call_id, name, function.arguments))
         usage = getattr(response, "usage", None)
-        return ModelReply(text=message.content or "", tool_calls=calls,
-                          usage={"input_tokens": getattr(usage, "prompt_tokens", 0) or 0,
-                                 "output_tokens": getattr(usage, "completion_tokens", 0) or 0})
+        return ModelReply(text=text, tool_calls=calls,
+                          usage=clean_usage({"input_tokens": getattr(usage, "prompt_tokens", None),
+                                             "output_tokens": getattr(usage, "completion_tokens", None)}))
+
+
+def _text(content: Any, provider: str) -> str:
+    """The reply's text: some servers send a list of content parts where the protocol has a string."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    if isinstance(content, list):
+        parts = [part.get("text") if isinstance(part, dict) else getattr(part, "text", None) for part in content]
+        return "".join(part for part in parts if isinstance(part, str))
+    raise ProviderError(provider, f"the reply's content must be a string, got {type(content).__name__}", status=200)
 
 
 def openai_tool_choice(choice: Any) -> Any:
@@ -62,8 +80,8 @@ def openai_tool_choice(choice: Any) -> Any:
 def _user_content(blocks: Any) -> Any:
     if isinstance(blocks, str):
         return blocks
-    return [{"type": "text", "text": b["text"]} if b.get("type") == "text" else
-            {k: v for k, v in b.items() if k != "source"} for b in blocks]
+    # Rebuilt text blocks drop the runtime's "source" marker; other blocks go as they are.
+    return [{"type": "text", "text": b["text"]} if b.get("type") == "text" else b for b in blocks]
 
 
 def to_openai_messages(request: ModelRequest) -> list[dict]:

@@ -1,10 +1,12 @@
 """What the OpenAI and Anthropic providers share: retries, timeouts, and abandoning a call on stop.
 
-Each attempt gets its own SDK client, sent from a daemon thread while the caller waits in short
-slices, running `check` (the pre-invocation hooks: the stop button) between them. A stop closes that
-attempt's client, which drops its connection, and the caller is released at once; sibling calls made in
-parallel through the same provider keep their own connections. The SDK's own retries are off
-(`max_retries=0`): `runtime.retry` does them, with bounds the runtime controls.
+Each attempt gets its own SDK client and is sent from a daemon thread; the caller waits at most the
+attempt's timeout for the whole response (the SDK's own timeout bounds each read, so a server sending a
+byte now and then would otherwise hold the call for ever), running `check` (the pre-invocation hooks:
+the stop button) in short slices meanwhile. Giving up closes that attempt's client, which drops its
+connection, and the caller is released at once; sibling calls made in parallel through the same
+provider keep their own connections. The SDK's own retries are off (`max_retries=0`): `runtime.retry`
+does them, with bounds the runtime controls.
 """
 from __future__ import annotations
 
@@ -21,7 +23,10 @@ from ..messages import ModelReply, ModelRequest
 from ..retry import ProviderError, RetryPolicy, call_with_retries, env_number, is_retryable_status
 from .base import Provider
 
-DEFAULT_TIMEOUT_S = 30.0  # per attempt; the retries together stop at RetryPolicy.max_total_s
+DEFAULT_TIMEOUT_S = 30.0  # per attempt, the whole response; the retries together stop at RetryPolicy.max_total_s
+# The reply's length in tokens, sent as Anthropic's max_tokens and OpenAI's max_completion_tokens.
+MAX_TOKENS_ENV = "OPENPROGRAM_MAX_TOKENS"
+DEFAULT_MAX_TOKENS = 4096
 
 _ssl_lock = threading.Lock()
 _ssl_context: Optional[ssl.SSLContext] = None
@@ -51,12 +56,13 @@ class SDKProvider(Provider):
 
     def __init__(self, model: Optional[str] = None, *, api_key: Optional[str] = None,
                  base_url: Optional[str] = None, timeout_s: Optional[float] = None,
-                 retry: Optional[RetryPolicy] = None):
+                 retry: Optional[RetryPolicy] = None, max_tokens: Optional[int] = None):
         super().__init__(model)
         self.api_key = api_key or os.environ.get(self.api_key_env) or None
         self.base_url = base_url or os.environ.get(self.base_url_env) or None
         self.timeout_s = timeout_s or env_number("OPENPROGRAM_MODEL_TIMEOUT_S", DEFAULT_TIMEOUT_S) or DEFAULT_TIMEOUT_S
         self.retry = retry or RetryPolicy.from_env()
+        self.max_tokens = max_tokens or env_number(MAX_TOKENS_ENV, DEFAULT_MAX_TOKENS, int) or DEFAULT_MAX_TOKENS
 
     # -- what a subclass provides -------------------------------------------------------------
 
@@ -98,14 +104,42 @@ class SDKProvider(Provider):
                  check: Optional[Callable[[], None]]) -> ModelReply:
         client = self.make_client(timeout_s)
         try:
-            if check is None:
-                response = self._send_classified(client, request, model, timeout_s)
-            else:
-                future = interrupt.spawn(self._send_classified, client, request, model, timeout_s)
-                response = interrupt.wait(future, check=check, on_abandon=client.close)
+            future = interrupt.spawn(self._send_classified, client, request, model, timeout_s)
+            try:
+                response = interrupt.wait(future, check=check, timeout=timeout_s, on_abandon=client.close)
+            except interrupt.WaitTimedOut:
+                raise ProviderError(self.name, _timed_out(timeout_s), retryable=True) from None
             return self._parse_checked(response)
         finally:
             client.close()
+
+    # -- what the subclasses' parse() shares --------------------------------------------------
+
+    def call_identity(self, index: int, call_id: Any, name: Any) -> tuple[str, str]:
+        """A tool call's (id, name), checked: a name that is not a non-empty string cannot be looked up
+        or sent back, so the reply is refused; a missing id gets one (some local servers send none)."""
+        if not isinstance(name, str) or not name:
+            raise ProviderError(self.name, f"tool call {index} of the reply names no function: its name must "
+                                           f"be a non-empty string, got {_shape(name)}", status=200)
+        if call_id is None or call_id == "":
+            return f"call_{index}", name
+        if not isinstance(call_id, str):
+            raise ProviderError(self.name, f"tool call {index} ({name!r}) of the reply has an id that is not "
+                                           f"a string but {_shape(call_id)}", status=200)
+        return call_id, name
+
+    def refused(self, text: Any, why: str) -> ProviderError:
+        """The model (or the provider's filter) declined to answer; retrying the same request will not help."""
+        said = f": {_excerpt(text, 500)}" if isinstance(text, str) and text.strip() else ""
+        return ProviderError(self.name, f"the model refused to answer ({why}){said}; change the request", status=200)
+
+    def cut_off(self, why: str) -> ProviderError:
+        """The reply hit the output-token limit: its text is partial and its tool calls may lack arguments,
+        so neither is used."""
+        return ProviderError(self.name, f"the reply was cut off at the output-token limit ({why}; "
+                                        f"max_tokens={self.max_tokens}), so it was not used and no tool call "
+                                        f"in it was run; raise {MAX_TOKENS_ENV} (or pass max_tokens=) or ask "
+                                        f"for a shorter answer", status=200)
 
     def _parse_checked(self, response: Any) -> ModelReply:
         """`parse`, with a reply that does not follow the protocol (an HTML page, a message or a tool call
@@ -118,6 +152,8 @@ class SDKProvider(Provider):
             raise
         except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
             raise ProviderError(self.name, f"the reply does not follow the protocol: {exc}", status=200) from exc
+        except RecursionError as exc:  # must not escape: a RecursionError is also how the depth ceiling ends a run
+            raise ProviderError(self.name, "the reply is nested too deeply to read", status=200) from exc
 
     def _send_classified(self, client: Any, request: ModelRequest, model: str, timeout_s: float) -> Any:
         """The SDK call, its failures turned into ProviderError marked retryable or not."""
@@ -129,12 +165,47 @@ class SDKProvider(Provider):
             raise ProviderError(self.name, _error_message(exc), status=status,
                                 retryable=is_retryable_status(status)) from exc
         except timeout_error as exc:
-            raise ProviderError(self.name, f"request timed out after {timeout_s:.3g}s", retryable=True) from exc
+            raise ProviderError(self.name, _timed_out(timeout_s), retryable=True) from exc
         except connection_error as exc:
-            raise ProviderError(self.name, f"connection failed: {exc}", retryable=True) from exc
+            cause = _innermost(exc)
+            if isinstance(cause, ssl.SSLError) and not isinstance(cause, ssl.SSLEOFError):
+                # A wrong scheme or a bad certificate fails the same way every time; a connection dropped
+                # mid-handshake (SSLEOFError) is the network's and worth another try.
+                raise ProviderError(self.name, f"TLS failed: {_describe(cause)}; check that the base URL's "
+                                               f"scheme matches the server (https:// to a plain-HTTP port "
+                                               f"fails so) and that its certificate is valid for that host"
+                                    ) from exc
+            detail = str(exc) if cause is exc else f"{exc} ({_describe(cause)})"
+            raise ProviderError(self.name, f"connection failed: {detail}", retryable=True) from exc
         except json.JSONDecodeError as exc:  # only a success status has its body parsed: a cut-off reply
             raise ProviderError(self.name, f"the reply's JSON body is malformed or cut off ({exc})",
                                 status=200) from exc
+        except RecursionError as exc:  # the SDK parsed a body nested deeper than Python's recursion limit
+            raise ProviderError(self.name, "the reply's JSON body is nested too deeply to parse",
+                                status=200) from exc
+
+
+def _timed_out(timeout_s: float) -> str:
+    return f"request timed out after {timeout_s:.3g}s"
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    """The exception at the bottom of `exc`'s chain of causes (what actually went wrong)."""
+    seen = {id(exc)}
+    while True:
+        inner = exc.__cause__ or exc.__context__
+        if inner is None or id(inner) in seen:
+            return exc
+        seen.add(id(inner))
+        exc = inner
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _shape(value: Any) -> str:
+    return f"{type(value).__name__} {value!r:.60}"
 
 
 def _excerpt(body: Any, limit: int = 60) -> str:
