@@ -3,16 +3,19 @@
 The loop ends with the model's answer, or with an error: `max_iterations` model calls without an answer
 is `ExecLimitExceeded`, never a result. When the depth ceiling refused a call this frame's model made,
 the next turn tells the model so (a user turn after the tool results; the system prompt is untouched).
+Tool-call ids are made unique within the exec (a repeated or missing one gets the turn and the call's
+index) before the reply joins the conversation, so every result pairs with exactly one call.
 """
 from __future__ import annotations
 
+import math
 import time
 from typing import Optional
 
 from .context import _current_frame, _current_runtime, _current_tool_policy
 from .dispatch import Dispatcher
 from .errors import ExecLimitExceeded, OpenProgramError
-from .messages import ModelRequest, text_block
+from .messages import ModelRequest, text_block, unique_call_ids
 from .model_call import call_model, user_turn
 from .policy import OfferedTools, resolve_offered_tools
 from .situation import refusal_note
@@ -39,7 +42,8 @@ def run_exec(runtime, content, *, tools=None, toolset=None, tools_allow=None, to
              model: Optional[str] = None) -> str:
     if not isinstance(max_iterations, int) or isinstance(max_iterations, bool) or max_iterations < 1:
         raise ValueError(f"max_iterations must be a positive integer, got {max_iterations!r}")
-    if timeout_s is not None and (not isinstance(timeout_s, (int, float)) or timeout_s <= 0):
+    if timeout_s is not None and (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float))
+                                  or not math.isfinite(timeout_s) or timeout_s <= 0):
         raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
     token = _current_runtime.set(runtime) if _current_runtime.get() is not runtime else None
     try:
@@ -64,6 +68,7 @@ def _loop(runtime, content, *, tools, toolset, tools_allow, tools_deny, tool_cho
     system = runtime.system or ""
     messages = [user_turn(content, frame)]
     told_refused: tuple = dispatcher.owner.refused_names  # the first user turn already said these
+    call_ids: set = set()
     for turn in range(1, max_iterations + 1):
         remaining = None
         if deadline is not None:
@@ -76,6 +81,7 @@ def _loop(runtime, content, *, tools, toolset, tools_allow, tools_deny, tool_cho
                                timeout_s=remaining)
         reply = call_model(provider, request, frame)
         runtime.add_usage(reply.usage)
+        reply.tool_calls = unique_call_ids(reply.tool_calls, call_ids, turn)
         messages.append(reply.as_message())
         if not reply.tool_calls:
             return reply.text

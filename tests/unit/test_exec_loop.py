@@ -8,7 +8,8 @@ from runtime.errors import ExecLimitExceeded, OpenProgramError
 from runtime.exec_loop import ExecTimeout
 from runtime import model_call
 from runtime.model_call import ModelCall
-from runtime.providers import ScriptedProvider, SimProvider
+from runtime.messages import ModelReply
+from runtime.providers import Provider, ScriptedProvider, SimProvider
 from runtime.runtime import Runtime, create_runtime, llm
 
 
@@ -289,3 +290,74 @@ def test_heeding_sim_does_not_call_the_function_it_is_inside():
     answer = wiki_agent("maintain the wiki vault", runtime=create_runtime(model="sim"))
     assert len(entered) == 1
     assert "search_notes: 2 notes found" in answer
+
+
+class UsageAs(Provider):
+    """Answers "hi" reporting `usage` as it is, the way a provider of one's own might."""
+
+    def __init__(self, usage):
+        super().__init__("usage")
+        self.usage = usage
+
+    def complete(self, request, check=None):
+        return ModelReply(text="hi", usage=self.usage)
+
+
+@pytest.mark.parametrize("usage", [{"input_tokens": "n/a", "output_tokens": 4}, {"input_tokens": -100, "output_tokens": 4},
+                                   {"input_tokens": True, "output_tokens": 4}, {"output_tokens": 4}, None])
+def test_usage_that_is_not_a_count_is_counted_as_zero_and_the_call_is_settled(usage):
+    class Finished(Recorder):
+        def __init__(self):
+            self.finished = []
+
+        def llm_started(self, frame, request):
+            return "handle"
+
+        def llm_finished(self, handle, status, reply=None, usage=None, error=None):
+            self.finished.append((handle, status, usage))
+
+    budget = Budget(max_tokens=1000)
+
+    @agentic_function(budget=budget)
+    def agent(runtime) -> str:
+        """Agent."""
+        return runtime.exec("go")
+
+    runtime, recorder = Runtime(provider=UsageAs(usage)), Finished()
+    with use_recorder(recorder):
+        assert agent(runtime=runtime) == "hi"
+    tokens = 0 if usage is None else 4
+    assert recorder.finished == [("handle", "completed", {"input_tokens": 0, "output_tokens": tokens})]
+    assert budget.snapshot()["spend"]["llm_calls"] == 1 and budget.snapshot()["spend"]["tokens"] == tokens
+    assert runtime.usage["input_tokens"] == 0
+
+
+def test_tool_call_ids_repeated_within_and_across_turns_are_made_unique():
+    @function
+    def ping(n: int) -> str:
+        """Ping."""
+        return f"pong {n}"
+
+    same = lambda *ns: {"tool_calls": [{"id": "c1", "name": "ping", "arguments": {"n": n}} for n in ns]}
+    provider = ScriptedProvider([same(1, 2), same(3), "done"])
+    Runtime(provider=provider).exec("go", tools=[ping])
+    messages = provider.requests[2]["messages"]
+    ids = [c["id"] for m in messages if m["role"] == "assistant" for c in m["tool_calls"]]
+    results = {m["tool_call_id"]: m["content"] for m in messages if m["role"] == "tool"}
+    assert ids[0] == "c1" and len(set(ids)) == 3
+    assert [results[i] for i in ids] == ["pong 1", "pong 2", "pong 3"]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"max_iterations": 0}, "max_iterations must be a positive integer, got 0"),
+    ({"max_iterations": True}, "max_iterations must be a positive integer, got True"),
+    ({"timeout_s": float("nan")}, "timeout_s must be a positive number of seconds, got nan"),
+    ({"timeout_s": float("inf")}, "timeout_s must be a positive number of seconds, got inf"),
+    ({"timeout_s": True}, "timeout_s must be a positive number of seconds, got True"),
+])
+def test_exec_refuses_limits_it_cannot_keep_naming_them(kwargs, message):
+    # NaN compares false with everything: taken as a timeout, it never ran out.
+    model = ScriptedProvider(["never asked"])
+    with pytest.raises(ValueError, match=None) as caught:
+        Runtime(provider=model).exec("go", tools=[], **kwargs)
+    assert message in str(caught.value) and not model.requests

@@ -117,6 +117,8 @@ def test_every_setting_read_from_the_environment_is_in_the_readme():
     settings = (REPO / "openprogram_web" / "settings.py").read_text()
     names = set(re.findall(r'environ(?:\.get)?[\[(]"([A-Z_]+)"', settings))
     names |= set(re.findall(r'env_(?:bool|list)\("([A-Z_]+)"', settings))
+    for module in [*(REPO / "runtime").rglob("*.py"), *(REPO / "dag").rglob("*.py")]:  # the runtime's own
+        names |= set(re.findall(r'"(OPENPROGRAM_[A-Z_]+)"', module.read_text()))
     readme = (REPO / "README.md").read_text()
     assert names and not {name for name in names if f"`{name}`" not in readme}
 
