@@ -221,6 +221,7 @@ class Dispatcher:
 
     def run(self, calls: list[ToolCall]) -> list[dict]:
         """Tool-result messages for `calls`, in call order."""
+        interrupt.check_abandoned()  # a reply that arrived after its caller gave up runs no tool
         if self.max_calls and len(calls) > self.max_calls:
             skipped = [tool_result_message(call, self._over_cap(len(calls), index), True)
                        for index, call in enumerate(calls[self.max_calls:], self.max_calls)]

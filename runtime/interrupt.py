@@ -13,7 +13,13 @@ import time
 from concurrent.futures import Future
 from typing import Any, Callable, Optional
 
+from .errors import CancelledError
+
 POLL_INTERVAL_S = 0.05
+
+# The flags of the callers that may give up on the work running in this context (an awaiting task of
+# `Runtime.aexec` that was cancelled sets its flag): outermost first, any one set abandons the work.
+_abandoned: contextvars.ContextVar[tuple] = contextvars.ContextVar("openprogram_abandoned", default=())
 
 
 class WaitTimedOut(TimeoutError):
@@ -80,3 +86,25 @@ def sleep(seconds: float, check: Optional[Callable[[], None]] = None, poll: floa
         time.sleep(min(poll, remaining) if check is not None else remaining)
         if check is not None:
             check()
+
+
+def run_abandonable(fn: Callable, flag: threading.Event, *args: Any, **kwargs: Any) -> Any:
+    """`fn(*args, **kwargs)` in the current context, abandoned (see `check_abandoned`) once `flag` is set.
+
+    For work run in a thread its caller may stop waiting for: the caller sets `flag`, and the work ends
+    at its next model call instead of going on unseen.
+    """
+    _abandoned.set((*_abandoned.get(), flag))
+    return fn(*args, **kwargs)
+
+
+def abandonable() -> bool:
+    """Whether some caller may abandon the work of this context (so it is worth checking)."""
+    return bool(_abandoned.get())
+
+
+def check_abandoned() -> None:
+    """Raise CancelledError if a caller gave up on the work of this context."""
+    for flag in _abandoned.get():
+        if flag.is_set():
+            raise CancelledError("abandoned: the task awaiting this work was cancelled")

@@ -19,6 +19,7 @@ import dataclasses
 from typing import Optional
 
 from . import hooks as _hooks
+from . import interrupt
 from .budget import check_deadline, reserve_llm_call, time_left
 from .context import Frame, _current_budget, _current_recorder
 from .default_budget import admit_default_call
@@ -67,6 +68,7 @@ def call_model(provider, request: ModelRequest, frame: Optional[Frame]) -> Model
     if _hooks._hooks:
         _hooks.run_pre_invocation_hooks(event)
     check_tool_deadline()
+    interrupt.check_abandoned()
     check = _in_flight_check(event)
     tally = admit_default_call(frame)
     reservation = None
@@ -128,11 +130,12 @@ def _within_budget_time(request: ModelRequest) -> tuple[ModelRequest, bool]:
 
 def _in_flight_check(event: ModelCall):
     """What to run while a request is in flight; None (a plain blocking call) when nothing can stop it."""
-    if not _hooks._hooks and _tool_deadline.get() is None:
+    if not _hooks._hooks and _tool_deadline.get() is None and not interrupt.abandonable():
         return None
 
     def check() -> None:
         event.in_flight = True
         _hooks.run_pre_invocation_hooks(event)
         check_tool_deadline()
+        interrupt.check_abandoned()
     return check

@@ -12,6 +12,7 @@ import threading
 from contextlib import contextmanager, nullcontext
 from typing import Callable, Iterable, Iterator, Optional
 
+from . import interrupt
 from .context import _current_runtime, _system_override
 from .default_budget import frameless_tree
 from .dispatch import ResultCache
@@ -149,8 +150,18 @@ class Runtime:
             return run_exec(self, content, **kwargs)
 
     async def aexec(self, content, **kwargs) -> str:
-        """`exec` from async code: runs in a worker thread (with this context) so the loop stays free."""
-        return await asyncio.to_thread(self.exec, content, **kwargs)
+        """`exec` from async code: runs in a worker thread (with this context) so the loop stays free.
+
+        Cancelling the awaiting task (`task.cancel()`, `asyncio.wait_for`) abandons the exec: its next
+        model call, or the one in flight at a provider that waits on a server, raises CancelledError, so
+        the thread stops instead of calling the model for a caller that is gone.
+        """
+        abandoned = threading.Event()
+        try:
+            return await asyncio.to_thread(interrupt.run_abandonable, self.exec, abandoned, content, **kwargs)
+        except asyncio.CancelledError:
+            abandoned.set()
+            raise
 
     def llm(self, content, model: Optional[str] = None, timeout_s: Optional[float] = None) -> str:
         """One model call with no tools; the reply's text."""

@@ -613,3 +613,51 @@ def test_a_tool_with_a_timeout_inside_an_abandoned_tool_keeps_the_earlier_deadli
     with pytest.raises(ToolTimeoutError, match="'outer' ran past its timeout"):
         contextvars.copy_context().run(Runtime(provider=provider).exec, "go", tools=[inner])
     assert seen == ["tool 'outer' ran past its timeout and was abandoned"]
+
+
+async def test_cancelling_the_task_awaiting_aexec_abandons_the_exec():
+    # The exec runs in a thread Python cannot kill: once its caller is gone it must stop by itself
+    # rather than go on calling the model (here: a reply that comes back after the cancel).
+    in_call, release, ended = threading.Event(), threading.Event(), threading.Event()
+    outcome, ran = [], []
+
+    @function(register_globally=False)
+    def step() -> str:
+        """One step."""
+        ran.append(1)
+        return "ok"
+
+    class AnswersWhenReleased(Provider):
+        name = "released"
+
+        def __init__(self):
+            super().__init__("released")
+            self.calls = 0
+
+        def complete(self, request, check=None):
+            self.calls += 1
+            in_call.set()
+            release.wait(60)
+            return ModelReply(tool_calls=[ToolCall(f"c{self.calls}", "step", {})])
+
+    class Watched(Runtime):
+        def exec(self, *args, **kwargs):
+            try:
+                return super().exec(*args, **kwargs)
+            except BaseException as exc:
+                outcome.append(exc)
+                raise
+            finally:
+                ended.set()
+
+    provider = AnswersWhenReleased()
+    task = asyncio.ensure_future(Watched(provider=provider).aexec("go", tools=[step], max_iterations=50))
+    await asyncio.to_thread(in_call.wait, 60)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    release.set()
+    await asyncio.to_thread(ended.wait, 60)
+    assert provider.calls == 1 and ran == []
+    assert isinstance(outcome[0], CancelledError) and "abandoned" in str(outcome[0])
+
