@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import inspect
+import math
 import types
 import typing
 from typing import Any, Literal, Optional, Union, get_args, get_origin
@@ -161,10 +162,21 @@ def _is_json(value: Any) -> bool:
 
 # --- validation -------------------------------------------------------------------------------
 
+def _is_number(value: Any) -> bool:
+    """A finite number a float can hold: Python's JSON reader takes NaN and Infinity, which JSON has not,
+    and an integer of 400 digits would fail its conversion to float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 _TYPE_CHECKS = {
     "string": lambda v: isinstance(v, str),
     "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "number": lambda v: _is_number(v),
     "boolean": lambda v: isinstance(v, bool),
     "array": lambda v: isinstance(v, (list, tuple)),
     "object": lambda v: isinstance(v, dict),

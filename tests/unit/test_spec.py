@@ -164,3 +164,17 @@ def test_a_model_cannot_set_a_methods_self():
 
     with pytest.raises(ToolArgumentError, match="argument 'self' of tool 'send': not an argument a model may set"):
         Mailer().send.execute(body="hi", self="other")
+
+
+@pytest.mark.parametrize("value, shown", [(float("nan"), "float nan"), (float("-inf"), "float -inf"),
+                                          (10**400, "int 1000000000")], ids=["nan", "-inf", "400 digits"])
+def test_a_number_argument_must_be_one_a_float_can_hold(value, shown):
+    # Python's JSON reader takes NaN and Infinity from a model; NaN passes every range check.
+    @function(register_globally=False, input={"x": {"minimum": 0, "maximum": 1}})
+    def scale(x: float) -> float:
+        """Scale."""
+        return x
+
+    with pytest.raises(ToolArgumentError, match=f"argument 'x' of tool 'scale': expected a number, got {shown}"):
+        scale.execute(x=value)
+    assert scale.execute(x=1) == 1.0
