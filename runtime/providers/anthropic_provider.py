@@ -81,7 +81,9 @@ def to_anthropic_messages(request: ModelRequest) -> list[dict]:
             else:
                 messages.append({"role": "user", "content": _blocks(message["content"])})
         elif role == "assistant":
-            content = [{"type": "text", "text": message["content"]}] if message.get("content") else []
+            # Anthropic refuses a text block of only whitespace, which its own replies beside a tool_use can hold.
+            text = message.get("content") or ""
+            content = [{"type": "text", "text": text}] if text.strip() else []
             content += [{"type": "tool_use", "id": c["id"], "name": c["name"],
                          "input": c["arguments"] if isinstance(c["arguments"], dict) else {}}
                         for c in message.get("tool_calls") or ()]

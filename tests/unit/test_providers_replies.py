@@ -209,3 +209,15 @@ def test_openai_requests_bound_the_reply_with_max_completion_tokens(monkeypatch)
         ask(make("openai", server)[0])
     assert [body["max_completion_tokens"] for body in server.requests] == [4096, 123]
     assert "max_tokens" not in json.dumps(server.requests[0]).replace("max_completion_tokens", "")
+
+
+def test_an_anthropic_reply_of_whitespace_beside_its_tool_use_goes_back_without_the_blank_text():
+    # Anthropic answers 400 to a text block of only whitespace, and its own replies can hold one.
+    from runtime.messages import ModelRequest
+    from runtime.providers.anthropic_provider import to_anthropic_messages
+    request = ModelRequest(system="", messages=[
+        {"role": "user", "content": [{"type": "text", "text": "go"}]},
+        {"role": "assistant", "content": "\n\n", "tool_calls": [{"id": "t1", "name": "lookup", "arguments": {}}]},
+        {"role": "tool", "tool_call_id": "t1", "name": "lookup", "content": "found"}])
+    assistant = to_anthropic_messages(request)[1]
+    assert assistant == {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "lookup", "input": {}}]}
