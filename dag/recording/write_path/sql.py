@@ -353,7 +353,15 @@ def _reserve_sql(vendor: str) -> tuple[str, ...]:
     return (placeholders(f"INSERT INTO sqlite_sequence (name, seq) SELECT '{table}', "
                          f"COALESCE((SELECT MAX({quote(pk)}) FROM {quote(table)}), 0) "
                          f"WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = '{table}')", vendor),
-            placeholders(f"UPDATE sqlite_sequence SET seq = seq + %s WHERE name = '{table}' RETURNING seq", vendor))
+            placeholders(f"UPDATE sqlite_sequence SET seq = MAX(seq, %s) + %s WHERE name = '{table}' "
+                         f"RETURNING seq", vendor))
+
+
+# SQLite: the largest node id this process reserved, by database. A reservation made inside an atomic
+# block the run's code opened is undone with the block if it rolls back, while the run keeps using the
+# ids (its calls happened all the same); the next reservation starts above this mark, so no run of this
+# process is given them again.
+_sqlite_reserved_up_to: dict[str, int] = {}
 
 
 def reserve_node_ids(tx: WriteTransaction, count: int) -> list[int]:
@@ -364,6 +372,10 @@ def reserve_node_ids(tx: WriteTransaction, count: int) -> list[int]:
     statements = _reserve_sql(tx.connection.vendor)
     if tx.connection.vendor == "postgresql":
         return sorted(row[0] for row in tx.execute(statements[0], [count]).fetchall())
+    # Under the write lock the transaction took at its start (IMMEDIATE): reservations, and the mark, go
+    # one at a time.
+    database = str(tx.connection.settings_dict["NAME"])
     tx.execute(statements[0])
-    last = tx.execute(statements[1], [count]).fetchone()[0]
+    last = tx.execute(statements[1], [_sqlite_reserved_up_to.get(database, 0), count]).fetchone()[0]
+    _sqlite_reserved_up_to[database] = last
     return list(range(last - count + 1, last + 1))
