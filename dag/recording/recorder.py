@@ -71,11 +71,12 @@ class DjangoRecorder(Recorder):
         self._offload = LoopOffload()
         self._off_loop = self._offload.run
 
-    def close(self) -> None:
+    def close(self) -> Optional[BaseException]:
         """Wait for the run's queued writes, then release the thread (and database connection) used for
-        writes from event loops, if any."""
+        writes from event loops, if any. Returns why some of the run's writes did not commit (refused
+        or failed), None if all did."""
         try:
-            self._off_loop(self._writes.flush, raise_failure=False)
+            return self._off_loop(self._writes.flush, raise_failure=False)
         finally:
             self._offload.close()
 

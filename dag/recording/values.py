@@ -10,13 +10,17 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import sys
 from typing import Any
 
 # Past this nesting depth a value is summarised, which also stops self-referencing structures.
 MAX_DEPTH = 32
 REPR_LIMIT = 200
 
-_SCALARS = (str, int, bool, type(None))
+_SCALARS = (str, bool, type(None))
+# Python turns an int of more digits than this into text only with a process-wide setting changed
+# (sys.set_int_max_str_digits), so a larger one could not be encoded as JSON: it is stored as a stand-in.
+_MAX_INT_BITS = math.floor((sys.get_int_max_str_digits() or 10**9) * math.log2(10)) - 1
 
 
 def json_safe(value: Any) -> Any:
@@ -24,6 +28,8 @@ def json_safe(value: Any) -> Any:
     kind = type(value)
     if kind is str:
         return clean_text(value)
+    if kind is int:
+        return value if value.bit_length() <= _MAX_INT_BITS else _big_int(value)
     if kind in _SCALARS:
         return value
     if kind is dict:
@@ -46,7 +52,10 @@ def _flat_dict(value: dict) -> Any:
         elif kind is float:
             if not math.isfinite(item):
                 return None
-        elif kind is not int and kind is not bool and item is not None:
+        elif kind is int:
+            if item.bit_length() > _MAX_INT_BITS:
+                return None
+        elif kind is not bool and item is not None:
             return None
         copy[clean_text(key)] = item
     return copy
@@ -58,7 +67,8 @@ def _convert(value: Any, depth: int) -> Any:
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, int):
-        return int(value)
+        value = int(value)
+        return value if value.bit_length() <= _MAX_INT_BITS else _big_int(value)
     if isinstance(value, float):
         # NaN and the infinities are not JSON; PostgreSQL's jsonb refuses them outright.
         return float(value) if math.isfinite(value) else repr(float(value))
@@ -79,9 +89,16 @@ def _convert(value: Any, depth: int) -> Any:
     return _stand_in(value)
 
 
+def _big_int(value: int) -> str:
+    digits = math.floor(value.bit_length() * math.log10(2))
+    return f"<int of about {digits:,} digits>"
+
+
 def _key(key: Any) -> str:
     if isinstance(key, str):
         return clean_text(str.__str__(key))
+    if isinstance(key, int) and not isinstance(key, bool) and key.bit_length() > _MAX_INT_BITS:
+        return _big_int(key)
     if key is None or isinstance(key, (bool, int, float)):
         return json.dumps(key)  # what json.dumps would have made of it: "null", "true", "3"
     return _stand_in(key)

@@ -64,12 +64,27 @@ def run_session(session_id) -> None:
             if isinstance(exc, (SystemExit, KeyboardInterrupt)):
                 leaving = exc
         finally:
-            recorder.close()  # its write thread for event-loop code, if the run started one
+            lost = recorder.close()  # also ends its write thread for event-loop code, if the run started one
             model_runtime.close()
-    # Fenced too: a run that was written off (reaped, force-finished) changes nothing here.
-    write_path.finish_session(session_id, status, result=result, error=error, lease=lease)
+    if lost is not None and not isinstance(lost, write_path.WriteRefused):
+        # A refusal means the run was written off, and its finish below is refused too; any other
+        # failure lost calls the session must not look whole without.
+        status, error = _with_lost_calls(status, error, lost)
+    try:
+        # Fenced too: a run that was written off (reaped, force-finished) changes nothing here.
+        write_path.finish_session(session_id, status, result=result, error=error, lease=lease)
+    except Exception as exc:  # the database refused the result: the session still ends, saying why
+        log.exception("session %s: its end (%s) could not be stored", session_id, status)
+        write_path.finish_session(session_id, Session.Status.ERROR, lease=lease,
+                                  error=f"the run ended {status}, but its end could not be stored: {error_text(exc)}")
     if leaving is not None:
         raise leaving
+
+
+def _with_lost_calls(status: str, error: str, lost: BaseException) -> tuple[str, str]:
+    note = f"some of the run's calls could not be recorded, so its tree is incomplete ({error_text(lost)})"
+    return (Session.Status.ERROR if status == Session.Status.COMPLETED else status,
+            f"{error}; {note}" if error else note)
 
 
 def _stopped_status(signal: stop.StopSignal) -> str:

@@ -45,6 +45,21 @@ async def async_echo(text: str) -> str:
 
 
 @agentic_function(register_globally=False)
+def power_of_ten(digits: int = 5_000) -> int:
+    """10 to the power `digits`: past 4,300 digits, an int Python turns into text only on request."""
+    return 10 ** digits
+
+
+@agentic_function(register_globally=False)
+def powers_between_echoes(digits: int = 5_000) -> str:
+    """Echo, ask for a power of ten, echo again: one batch holds all three calls."""
+    echo("before")
+    power_of_ten(digits)
+    echo("after")
+    return "done"
+
+
+@agentic_function(register_globally=False)
 def exit_early() -> None:
     """Call sys.exit from inside a run."""
     raise SystemExit(3)

@@ -83,15 +83,16 @@ class RunWrites:
         else:
             writer.submit(NodeFinish(self._key, self.lease, node.pk, fields))
 
-    def flush(self, *, raise_failure: bool = True) -> None:
+    def flush(self, *, raise_failure: bool = True) -> Optional[BaseException]:
         """Wait until this run's queued writes have committed (read-your-writes). A refused or failed
-        write is raised here (`WriteRefused`, ...) unless `raise_failure` is False."""
+        write is raised here (`WriteRefused`, ...), or returned if `raise_failure` is False."""
         writer = self._writer or running_writer()
         if writer is None or self._connection().in_atomic_block:
-            return
+            return None
         failure = writer.flush(self.session_id)
         if failure is not None and raise_failure:
             raise failure
+        return failure
 
     def _grouped(self) -> Optional[GroupWriter]:
         """The writer to queue on; None: write at once, in this thread's transaction (see the module)."""
