@@ -16,6 +16,8 @@ from django.db import close_old_connections, connection, transaction
 from django.utils.module_loading import import_string
 
 from ..conf import conf
+from ..models import Session
+from ..recording import write_path
 from . import lifecycle, stop
 
 log = logging.getLogger(__name__)
@@ -50,6 +52,7 @@ class Executor:
 
 
 _STOP = object()  # tells a worker thread to end
+EXITED_DURING_RUN = "the process running this session exited before the run had stopped"
 
 
 class InProcessExecutor(Executor):
@@ -57,8 +60,10 @@ class InProcessExecutor(Executor):
 
     At most `workers` sessions run at once; later ones wait, queued, for a thread. When the process
     exits, the runs still going are stopped (they end `interrupted`) and given `exit_grace_s` seconds to
-    record that, so exit is not held up by a runaway run. The threads are daemon threads, so the
-    interpreter does not wait for them before running `atexit` hooks, where that stop happens.
+    record that, so exit is not held up by a runaway run; a run that has not ended by then dies with
+    the process, and its session is ended `interrupted` for it. Sessions still waiting for a thread are
+    not started: they end `interrupted` too. The threads are daemon threads, so the interpreter does not
+    wait for them before running `atexit` hooks, where all this happens.
     """
 
     def __init__(self, workers: int, *, exit_grace_s: float = 5.0):
@@ -114,15 +119,31 @@ class InProcessExecutor(Executor):
                 thread.join()
 
     def _stop_runs_at_exit(self) -> None:
+        with self._lock:
+            self._closed = True
+            never_started = self._take_queued()
+            for _ in self._threads:
+                self._queue.put(_STOP)  # ahead of nothing: no thread starts another run
+        for session_id in never_started:
+            write_path.finish_session(session_id, Session.Status.INTERRUPTED, error=lifecycle.QUEUED_IN_DEAD_SERVER)
         if not any(thread.is_alive() for thread in self._threads):
             return
         stop.stop_local_runs(stop.SHUTDOWN)
-        self._closed = True
         deadline = time.monotonic() + self.exit_grace_s
         for thread in self._threads:
-            self._queue.put(_STOP)
-        for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
+        for session_id in stop.local_runs():  # dies with the process: nothing else would end it
+            write_path.finish_session(session_id, Session.Status.INTERRUPTED, error=EXITED_DURING_RUN)
+
+    def _take_queued(self) -> list:
+        taken = []
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return taken
+            if item is not _STOP:
+                taken.append(item)
 
 
 def run_in_this_thread(session_id) -> None:

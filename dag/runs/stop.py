@@ -245,6 +245,12 @@ def signal_local(session_id, reason: str = STOPPED) -> bool:
     return True
 
 
+def local_runs() -> list[str]:
+    """The ids of the sessions whose runs are going on in this process."""
+    with _active_lock:
+        return list(_active)
+
+
 def stop_local_runs(reason: str = SHUTDOWN) -> int:
     """Signal every run in this process (e.g. on shutdown); returns how many."""
     with _active_lock:

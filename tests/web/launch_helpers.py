@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Literal, Optional
 
@@ -57,6 +58,17 @@ def powers_between_echoes(digits: int = 5_000) -> str:
     power_of_ten(digits)
     echo("after")
     return "done"
+
+
+# Released by the test that started `deaf_until_released`; a bound keeps a broken test from hanging.
+RELEASE_DEAF_RUNS = threading.Event()
+
+
+@agentic_function(register_globally=False)
+def deaf_until_released() -> str:
+    """Wait, without a model call or any call a stop could end, until the test releases it."""
+    RELEASE_DEAF_RUNS.wait(60)
+    return "released"
 
 
 @agentic_function(register_globally=False)

@@ -5,14 +5,16 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
 import pytest
 from rest_framework.test import APIClient
 
-from dag.models import Session
-from dag.runs.executors import Executor, InProcessExecutor, get_executor
+from dag.models import Node, Session
+from dag.runs import lifecycle
+from dag.runs.executors import EXITED_DURING_RUN, Executor, InProcessExecutor, get_executor
 from dag.runs.launch import launch
 
 
@@ -132,3 +134,48 @@ def test_a_process_that_exits_stops_its_runs_and_they_end_interrupted(tmp_path):
         status, error = db.execute("SELECT status, error FROM dag_session WHERE id = ?", [session_id]).fetchone()
         open_nodes = db.execute("SELECT count(*) FROM dag_node WHERE status = 'running'").fetchone()[0]
     assert (status, open_nodes) == ("interrupted", 0) and "shutting down" in error
+
+
+def wait_until_running(session_id) -> None:
+    deadline = time.monotonic() + 30  # a bound for a broken pool, not a figure under test
+    while Session.objects.get(pk=session_id).status != "running":
+        assert time.monotonic() < deadline, "the run never started"
+        time.sleep(0.01)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_at_exit_a_queued_session_is_not_started_and_ends_interrupted(user, test_functions):
+    executor = InProcessExecutor(workers=1, exit_grace_s=30)
+    going = Session.objects.create(owner=user, function="ask_hanging_model", args={})
+    waiting = Session.objects.create(owner=user, function="echo", args={"text": "never"})
+    executor.submit(going.pk)
+    executor.submit(waiting.pk)
+    wait_until_running(going.pk)
+    executor._stop_runs_at_exit()  # what atexit runs as the process exits
+    going.refresh_from_db()
+    waiting.refresh_from_db()
+    assert going.status == "interrupted" and "shutting down" in going.error
+    assert (waiting.status, waiting.error) == ("interrupted", lifecycle.QUEUED_IN_DEAD_SERVER)
+    assert not Node.objects.filter(session=waiting).exists()  # it never ran
+
+
+@pytest.mark.django_db(transaction=True)
+def test_at_exit_a_run_that_does_not_stop_in_its_grace_is_ended_for_it(user, test_functions):
+    from tests.web.launch_helpers import RELEASE_DEAF_RUNS
+    executor = InProcessExecutor(workers=1, exit_grace_s=0)
+    deaf = Session.objects.create(owner=user, function="deaf_until_released", args={})
+    executor.submit(deaf.pk)
+    wait_until_running(deaf.pk)
+    try:
+        executor._stop_runs_at_exit()
+        deaf.refresh_from_db()
+        # Its thread dies with the process: had the session stayed running, only a reaper would end it.
+        assert (deaf.status, deaf.error) == ("interrupted", EXITED_DURING_RUN)
+        assert not Node.objects.filter(session=deaf, status="running").exists()
+    finally:
+        RELEASE_DEAF_RUNS.set()
+        for thread in executor._threads:
+            thread.join(30)
+        RELEASE_DEAF_RUNS.clear()
+    deaf.refresh_from_db()
+    assert deaf.status == "interrupted"  # its late "completed" is refused
