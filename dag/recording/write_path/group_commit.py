@@ -46,7 +46,7 @@ from ...conf import conf
 from ...live import broadcast
 from ...models import Node, Session
 from .batch_writes import NumberedBatch, Outcome, Part, exit_of, parts_of, prestage, write_parts
-from .revision import refusal
+from .revision import WriteRefused, refusal
 from .write_transaction import PIPELINED_VENDORS, WriteTransaction
 
 log = logging.getLogger(__name__)
@@ -337,8 +337,16 @@ class GroupWriter:
         """Say why each refused part was refused (the session ended, or another worker holds it)."""
         for (session_id, lease), outcome in outcomes.items():
             if outcome.refused:
-                with WriteTransaction() as tx:
-                    outcome.failure = refusal(tx, session_id, lease)
+                try:
+                    with WriteTransaction() as tx:
+                        outcome.failure = refusal(tx, session_id, lease)
+                except Exception as exc:
+                    # Refused all the same; and the batch's other sessions, committed, must still be
+                    # published and settled.
+                    log.warning("why session %s's writes were refused could not be read", session_id, exc_info=True)
+                    outcome.failure = WriteRefused(f"session {session_id} no longer belongs to this run "
+                                                   f"({lease}); the write was refused and the run stops "
+                                                   f"(why could not be read: {type(exc).__name__}: {exc})")
 
     def _after_commit(self, outcomes: dict[tuple, Outcome]) -> None:
         for (session_id, _), outcome in outcomes.items():

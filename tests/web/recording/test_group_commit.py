@@ -13,7 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection
 from django.utils import timezone
 
 from dag.conf import conf
@@ -121,6 +121,25 @@ def test_a_fenced_runs_part_of_a_batch_is_refused_whole_and_it_learns_at_its_nex
     assert list(Node.objects.filter(session=other).values_list("name", "status")) == [("survivor", "completed")]
     assert Session.objects.get(pk=fenced.pk).status == "interrupted"
     assert not [m for key, m in published if key == str(fenced.pk) and m.get("node", {}).get("name", "").startswith("late")]
+
+
+def test_when_why_a_part_was_refused_cannot_be_read_the_rest_of_the_batch_is_still_published(published,
+                                                                                              monkeypatch):
+    def unreadable(tx, session_id, lease):
+        raise OperationalError("database is locked")
+    monkeypatch.setattr(group_commit, "refusal", unreadable)
+    with process_writer.use_writer(group_commit.GroupWriter(batch_ms=FOREVER_MS)) as writer:
+        fenced, other = claimed_by("host-a:1"), claimed_by("host-b:2")
+        fenced_writes = write_path.RunWrites(fenced.pk, lease="host-a:1")
+        other_writes = write_path.RunWrites(other.pk, lease="host-b:2")
+        write_path.finish_session(fenced.pk, "interrupted", error="written off")
+        fenced_writes.create(kind="code", name="late")
+        survivor = other_writes.create(kind="code", name="survivor")
+        with pytest.raises(write_path.WriteRefused, match="why could not be read"):
+            fenced_writes.flush()  # the run still learns it was refused, and stops
+        assert writer.flush(other.pk) is None
+    assert [m["node"]["name"] for key, m in published if key == str(other.pk) and "node" in m] == ["survivor"]
+    assert Node.objects.get(pk=survivor.pk).name == "survivor"
 
 
 def test_a_model_calls_context_and_the_api_see_every_node_written_before_them(api, user):
