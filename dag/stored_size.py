@@ -1,6 +1,6 @@
 """How much a session holds, as the per-user storage limit counts it: the length, as JSON text, of its
-arguments and result and of its nodes' inputs and outputs (an approximation of the rows' size, summed
-by the database).
+arguments and result and of its nodes' inputs and outputs, plus its and its nodes' error texts (which
+keep an exception's whole message); an approximation of the rows' size, summed by the database.
 
 An ended session's size cannot change any more (its run's late writes are refused by the lease fence),
 so the write path measures it once, when the session ends, into `Session.stored_bytes`; a launch then
@@ -16,17 +16,17 @@ from .models import Node, Session
 
 
 def text_length(*fields):
-    """The summed length of `fields` (JSON fields) as text, 0 for a NULL."""
+    """The summed length of `fields` as text (a JSON field's as its JSON), 0 for a NULL."""
     lengths = [Coalesce(Length(Cast(field, TextField())), Value(0)) for field in fields]
     return sum(lengths[1:], lengths[0])
 
 
 def _own_bytes(sessions) -> int:
-    return sessions.aggregate(size=Sum(text_length("args", "result")))["size"] or 0
+    return sessions.aggregate(size=Sum(text_length("args", "result", "error")))["size"] or 0
 
 
 def _node_bytes(nodes) -> int:
-    return nodes.aggregate(size=Sum(text_length("input", "output")))["size"] or 0
+    return nodes.aggregate(size=Sum(text_length("input", "output", "error")))["size"] or 0
 
 
 def session_bytes(session_id) -> int:

@@ -49,6 +49,17 @@ def test_a_session_is_measured_when_it_ends_and_not_before():
     assert 3 * 250 + 400 <= ended.stored_bytes < 3 * 250 + 400 + 120
 
 
+def test_error_texts_count_as_what_a_session_holds():
+    # An exception's message is kept whole: a run raising megabytes of text must not go uncounted.
+    session = recorded(nodes=1, end=None)
+    before = session_bytes(session.pk)
+    node = write_path.create_node(session.pk, kind="code", name="failing")
+    write_path.finish_node(node, status=Node.Status.ERROR, error="e" * 5_000)
+    write_path.finish_session(session.pk, Session.Status.ERROR, error="E" * 7_000)
+    assert session_bytes(session.pk) == before + 12_000
+    assert Session.objects.get(pk=session.pk).stored_bytes == before + 12_000
+
+
 def test_the_storage_check_reads_the_nodes_of_unfinished_sessions_only():
     ended = recorded(nodes=20)
     running = recorded(ended.owner, nodes=2, end=None)
