@@ -2,26 +2,41 @@
 
 The export is the same `as_dict()` shapes the API and the websocket stream use, nodes in `seq` order.
 Importing creates a new session (new ids) for `owner`; node parents are matched by `seq`, so an
-export of the import equals the original apart from ids.
+export of the import equals the original apart from ids. An import is checked field by field against
+what the recorder itself would store, so a hand-edited or hostile document is refused with
+SessionImportError naming the field, never written half-way or left to break a page later.
 """
 from __future__ import annotations
 
+import math
 import re
-from datetime import datetime
-from typing import Any, Optional
+from datetime import datetime, timezone
+from typing import Any, Callable, Optional
+
+from django.db.backends.base.operations import BaseDatabaseOperations
+from django.db.models import Field
+
+from runtime.options import EXPOSE_VALUES, check_render_range
 
 from ..models import Node, Session
+from ..runs.launch_budget import BudgetProblem, clean_budget
 from . import write_path
+from .values import MAX_DEPTH, clean_text
 
 EXPORT_VERSION = 1
-# Session fields an import restores; id, owner and node_count are the new session's own.
+# Session fields an import restores; id, owner and node_count are the new session's own. `worker` is
+# kept for the record only: an import always arrives ended, so no lease on it is ever renewed.
 _SESSION_FIELDS = ("function", "args", "status", "result", "error", "cancel_requested", "budget",
-                   "budget_spend", "launch_budget", "model", "rev", "created_at", "started_at", "finished_at")
+                   "budget_spend", "launch_budget", "model", "rev", "created_at", "started_at", "finished_at",
+                   "worker")
 _NODE_FIELDS = ("kind", "name", "status", "depth", "name_depth", "expose", "render_range", "doc", "input",
                 "output", "error", "refusal", "model", "usage", "rev", "started_at", "finished_at")
-_TIMES = frozenset({"created_at", "started_at", "finished_at"})
-_TEXTS = frozenset({"function", "name", "expose", "doc", "error", "refusal", "model"})
-_COUNTS = frozenset({"depth", "name_depth", "rev"})
+# The tightest bounds of every supported database (PostgreSQL's `integer` is 32-bit; SQLite's are all
+# 64-bit), so an import that works on one works on all.
+_INTEGER_RANGES = BaseDatabaseOperations.integer_field_ranges
+# The totals add usage up cast to a plain integer column (dag.recording.totals).
+_MAX_TOKENS = _INTEGER_RANGES["IntegerField"][1]
+_BAD_TEXT = "must be valid Unicode text without NUL characters (no unpaired surrogates)"
 
 
 def export_session(session: Session) -> dict:
@@ -51,15 +66,11 @@ def import_session(data: Any, owner) -> Session:
     seq_of_id: dict = {}  # the exported ids seen so far: a parent is always written before its children
     for index, item in enumerate(nodes_data):
         where = f"nodes[{index}]"
-        if not isinstance(item, dict):
-            raise SessionImportError(f"{where} must be an object, got {type(item).__name__}")
-        if item.get("seq") != index:
-            raise SessionImportError(f"{where}.seq must be {index} (seqs are gap-free from 0), "
-                                     f"got {item.get('seq')!r}")
+        node_id = _checked_node_id(item, index, seq_of_id, where)
         node_fields.append({name: _field(item, name, where) for name in _NODE_FIELDS if name in item})
         parent_seqs.append(_parent_seq(item, seq_of_id, where))
-        if isinstance(item.get("id"), (int, str)):
-            seq_of_id[item["id"]] = index
+        if node_id is not None:
+            seq_of_id[node_id] = index
     _end_what_was_unfinished(session_fields, node_fields)
     return write_path.insert_imported_session(owner, session_fields, node_fields, parent_seqs)
 
@@ -93,37 +104,169 @@ def _check_document(data: Any) -> tuple[dict, list]:
     return data["session"], data["nodes"]
 
 
+def _is_id(value: Any) -> bool:
+    # Not a bool: True == 1 as a dict key, so `"parent": true` would find the node with id 1.
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
+
+
+def _checked_node_id(item: Any, index: int, seq_of_id: dict, where: str) -> Any:
+    """The exported id of `item`, a node object at its place in seq order (None if it has no id children
+    could name); SessionImportError if it is not such an object or an earlier node has the same id."""
+    if not isinstance(item, dict):
+        raise SessionImportError(f"{where} must be an object, got {type(item).__name__}")
+    seq = item.get("seq")
+    if not _is_id(seq) or seq != index:
+        raise SessionImportError(f"{where}.seq must be {index} (seqs are gap-free from 0), got {seq!r}")
+    node_id = item.get("id")
+    if not _is_id(node_id):
+        return None
+    if node_id in seq_of_id:
+        raise SessionImportError(f"{where}.id {node_id!r} is also nodes[{seq_of_id[node_id]}]'s; "
+                                 f"node ids must be unique")
+    return node_id
+
+
 def _parent_seq(item: dict, seq_of_id: dict, where: str) -> Optional[int]:
     parent = item.get("parent")
     if parent is None:
         return None
-    if isinstance(parent, (int, str)) and parent in seq_of_id:
+    if _is_id(parent) and parent in seq_of_id:
         return seq_of_id[parent]
     raise SessionImportError(f"{where}.parent {parent!r} names no earlier node's id")
 
 
 def _field(item: dict, name: str, where: str) -> Any:
-    value = item[name]
-    if name in _TIMES and value is not None:
-        try:
-            return datetime.fromisoformat(value)
-        except (TypeError, ValueError):
-            raise SessionImportError(f"{where}.{name} must be an ISO 8601 time or null, got {value!r}") from None
-    if name in _TEXTS:
-        if value is None:
-            return ""
-        if not isinstance(value, str):
-            raise SessionImportError(f"{where}.{name} must be a string, got {type(value).__name__}")
-        limit = (Session if where == "session" else Node)._meta.get_field(name).max_length
-        if limit is not None and len(value) > limit:
-            raise SessionImportError(f"{where}.{name} must be at most {limit} characters, got {len(value)}")
-    if name in _COUNTS and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-        raise SessionImportError(f"{where}.{name} must be a whole number >= 0, got {value!r}")
-    if name == "cancel_requested" and not isinstance(value, bool):
-        raise SessionImportError(f"{where}.{name} must be true or false, got {value!r}")
-    if name in ("status", "kind"):
-        model = Session if where == "session" else Node
-        choices = (model.Status if name == "status" else Node.Kind).values
-        if value not in choices:
-            raise SessionImportError(f"{where}.{name} must be one of {', '.join(choices)}, got {value!r}")
+    """`item[name]` as it is stored; SessionImportError naming `where.name` if it is not allowed there."""
+    model = Session if where == "session" else Node
+    field = model._meta.get_field(name)
+    check = _CHECKS.get(name) or _CHECKS_BY_TYPE[field.get_internal_type()]
+    return check(item[name], f"{where}.{name}", field)
+
+
+def _time(value: Any, at: str, field: Field) -> Optional[datetime]:
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+        # Stored in UTC: a time near the ends of the calendar may have no UTC equivalent.
+        return moment.astimezone(timezone.utc) if moment.tzinfo is not None else moment
+    except (TypeError, ValueError):
+        raise SessionImportError(f"{at} must be an ISO 8601 time or null, got {value!r}") from None
+    except OverflowError:
+        raise SessionImportError(f"{at} must be a time from year 1 to 9999 in UTC, got {value!r}") from None
+
+
+def _text(value: Any, at: str, field: Field) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise SessionImportError(f"{at} must be a string, got {type(value).__name__}")
+    if field.max_length is not None and len(value) > field.max_length:
+        raise SessionImportError(f"{at} must be at most {field.max_length} characters, got {len(value)}")
+    # The recorder stores text through clean_text, so what it would change was not recorded here.
+    if clean_text(value) != value:
+        raise SessionImportError(f"{at} {_BAD_TEXT}")
     return value
+
+
+def _count(value: Any, at: str, field: Field) -> int:
+    low, high = _INTEGER_RANGES[field.get_internal_type()]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise SessionImportError(f"{at} must be a whole number from {low} to {high}, got {_shown(value)}")
+    return value
+
+
+def _flag(value: Any, at: str, field: Field) -> bool:
+    if not isinstance(value, bool):
+        raise SessionImportError(f"{at} must be true or false, got {value!r}")
+    return value
+
+
+def _choice(value: Any, at: str, field: Field) -> str:
+    choices = [choice for choice, _ in field.choices] if field.choices else EXPOSE_VALUES
+    if value not in choices:
+        raise SessionImportError(f"{at} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def _json(value: Any, at: str, field: Field) -> Any:
+    problem = _json_problem(value)
+    if problem is not None:
+        inside, what = problem
+        raise SessionImportError(f"{at}{inside} {what}")
+    return value
+
+
+def _json_problem(value: Any, depth: int = 0) -> Optional[tuple[str, str]]:
+    """(where inside `value`, what is wrong) for its first part that is not JSON as the recorder stores it
+    (see dag.recording.values), None if there is none. Never deeper than MAX_DEPTH, so never a RecursionError."""
+    if isinstance(value, str):
+        return None if clean_text(value) == value else ("", _BAD_TEXT)
+    if value is None or isinstance(value, (bool, int)):
+        return None
+    if isinstance(value, float):
+        # NaN and the infinities are not JSON (json.loads reads them anyway); jsonb refuses them.
+        return None if math.isfinite(value) else ("", f"must be a finite number, got {value!r}")
+    if not isinstance(value, (dict, list)):
+        return "", f"must be JSON, got a {type(value).__name__}"
+    if depth >= MAX_DEPTH:
+        return "", f"must be nested at most {MAX_DEPTH} levels deep (as the recorder stores values)"
+    for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+        if isinstance(value, dict) and not (isinstance(key, str) and clean_text(key) == key):
+            return f"[{key!r}]", f"key {_BAD_TEXT}"
+        problem = _json_problem(item, depth + 1)
+        if problem is not None:
+            return f"[{key!r}]{problem[0]}", problem[1]
+    return None
+
+
+def _args(value: Any, at: str, field: Field) -> dict:
+    if not isinstance(value, dict):
+        raise SessionImportError(f"{at} must be an object of argument names and values, got {type(value).__name__}")
+    return _json(value, at, field)
+
+
+def _launch_budget(value: Any, at: str, field: Field) -> Optional[dict]:
+    try:
+        return clean_budget(value)
+    except BudgetProblem as problem:
+        # Its messages say what is allowed; only the place is this module's to add.
+        raise SessionImportError("; ".join(f"{at if name == '__all__' else f'{at}.{name}'} {' '.join(messages)}"
+                                           for name, messages in problem.errors.items())) from None
+
+
+def _render_range(value: Any, at: str, field: Field) -> Optional[dict]:
+    try:
+        check_render_range(value)
+    except ValueError as exc:
+        raise SessionImportError(f"{at}: {exc}") from None
+    return _json(value, at, field)
+
+
+def _usage(value: Any, at: str, field: Field) -> Optional[dict]:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise SessionImportError(f'{at} must be null or an object like {{"input_tokens": N, "output_tokens": N}}, '
+                                 f"got {type(value).__name__}")
+    for key, count in value.items():
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= _MAX_TOKENS:
+            raise SessionImportError(f"{at}[{key!r}] must be a whole number from 0 to {_MAX_TOKENS}, "
+                                     f"got {_shown(count)}")
+    return _json(value, at, field)
+
+
+def _shown(value: Any) -> str:
+    """`value` for a message: a huge number by its size, not its thousands of digits."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**30:
+        return f"a number of about {int(value.bit_length() * math.log10(2)) + 1} digits"  # str() may refuse it
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:80]}…"
+
+
+_Check = Callable[[Any, str, Field], Any]
+_CHECKS: dict[str, _Check] = {"args": _args, "launch_budget": _launch_budget, "render_range": _render_range,
+                              "usage": _usage, "status": _choice, "kind": _choice, "expose": _choice}
+_CHECKS_BY_TYPE: dict[str, _Check] = {
+    "DateTimeField": _time, "CharField": _text, "TextField": _text, "BooleanField": _flag,
+    "PositiveIntegerField": _count, "PositiveBigIntegerField": _count, "JSONField": _json}

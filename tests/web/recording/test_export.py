@@ -1,5 +1,6 @@
 """Export of a session's whole DAG as JSON, the management command, and the import round-trip."""
 import json
+import re
 from io import StringIO
 
 import pytest
@@ -72,6 +73,23 @@ def test_import_of_an_export_round_trips_through_json(recorded_session):
     assert write_path.create_node(copy.id, kind="code", name="more").seq == len(original["nodes"])
 
 
+def test_import_keeps_the_worker_and_launch_budget(recorded_session):
+    Session.objects.filter(pk=recorded_session.pk).update(worker="host:123", launch_budget={"timeout_s": 60.0})
+    recorded_session.refresh_from_db()
+    original = json.loads(json.dumps(export_session(recorded_session)))
+    copy = import_session(original, new_session().owner)
+    assert copy.worker == "host:123" and copy.launch_budget == {"timeout_s": 60.0}
+    assert _without_ids(export_session(copy)) == _without_ids(original)
+
+
+def test_import_accepts_values_at_the_edges_of_what_is_stored(recorded_session):
+    document = json.loads(json.dumps(export_session(recorded_session)))
+    document["session"].update(rev=2**63 - 1, started_at="0001-01-01T00:00:00-01:00")
+    document["nodes"][0].update(depth=2**31 - 1, output=_nested(32))
+    copy = import_session(document, new_session().owner)
+    assert copy.rev == 2**63 - 1 and copy.nodes.get(seq=0).output == _nested(32)
+
+
 def test_export_session_command_prints_or_writes_the_document(recorded_session, tmp_path):
     out = StringIO()
     call_command("export_session", str(recorded_session.pk), stdout=out)
@@ -82,10 +100,26 @@ def test_export_session_command_prints_or_writes_the_document(recorded_session, 
     assert json.loads(target.read_text())["session"]["id"] == str(recorded_session.pk)
 
 
+@pytest.mark.parametrize("target, reason", [("missing/session.json", "No such file or directory"),
+                                            (".", "Is a directory")])
+def test_export_session_command_names_a_path_it_cannot_write(recorded_session, tmp_path, target, reason):
+    path = tmp_path / target
+    with pytest.raises(CommandError, match=re.escape(f"cannot write {path}: {reason}; -o takes a file path")):
+        call_command("export_session", str(recorded_session.pk), "-o", str(path), stderr=StringIO())
+
+
 @pytest.mark.parametrize("bad_id", ["not-a-uuid", "00000000-0000-0000-0000-000000000000"])
 def test_export_session_command_names_an_unknown_session(bad_id):
     with pytest.raises(CommandError, match=f"no session with id '{bad_id}'"):
         call_command("export_session", bad_id)
+
+
+def _nested(levels: int) -> list:
+    """`levels` lists, each the only item of the one around it (built without recursion)."""
+    value: list = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
 
 
 @pytest.mark.parametrize("mutate, message", [
@@ -98,6 +132,29 @@ def test_export_session_command_names_an_unknown_session(bad_id):
     (lambda d: d["nodes"][0].update(depth=-2), r"nodes\[0\].depth must be a whole number"),
     (lambda d: d["nodes"][0].update(started_at="yesterday"), r"nodes\[0\].started_at must be an ISO 8601"),
     (lambda d: d["nodes"][0].update(name="n" * 201), r"nodes\[0\].name must be at most 200 characters"),
+    # Hostile values, each once a crash (or a row a page then failed on) instead of this refusal:
+    (lambda d: d["session"].update(error="cut \ud83d"), "session.error must be valid Unicode text without NUL"),
+    (lambda d: d["nodes"][0].update(doc="a\x00b"), r"nodes\[0\].doc must be valid Unicode text without NUL"),
+    (lambda d: d["session"].update(rev=2**64), "session.rev must be a whole number from 0 to 9223372036854775807"),
+    (lambda d: d["nodes"][0].update(depth=2**70), r"nodes\[0\].depth must be a whole number from 0 to 2147483647"),
+    (lambda d: d["session"]["args"].update(topic=float("nan")), r"session.args\['topic'\] must be a finite number"),
+    (lambda d: d["nodes"][0].update(output=_nested(5_000)), r"nodes\[0\].output(\[0\]){32} must be nested at most 32"),
+    (lambda d: d["session"].update(args={"topic": _nested(40)}), r"session.args\['topic'\]\[0\].* nested at most 32"),
+    (lambda d: d["session"].update(args=["cats"]), "session.args must be an object of argument names"),
+    (lambda d: d["session"].update(started_at="9999-12-31T23:59:59-05:00"),
+     "session.started_at must be a time from year 1 to 9999 in UTC"),
+    (lambda d: d["nodes"][1].update(usage={"input_tokens": "lots"}),
+     r"nodes\[1\].usage\['input_tokens'\] must be a whole number from 0 to 2147483647, got 'lots'"),
+    (lambda d: d["nodes"][1].update(usage={"output_tokens": -1}), r"nodes\[1\].usage\['output_tokens'\] must be"),
+    (lambda d: d["nodes"][0].update(expose="zzz"), r"nodes\[0\].expose must be one of io, llm, full, hidden"),
+    (lambda d: d["nodes"][0].update(render_range="all"), r"nodes\[0\].render_range: render_range must be a dict"),
+    (lambda d: d["nodes"][1].update(seq=True), r"nodes\[1\].seq must be 1"),
+    (lambda d: d["nodes"][2].update(parent=True), r"nodes\[2\].parent True names no earlier node"),
+    (lambda d: d["nodes"][1].update(id=d["nodes"][0]["id"]), r"nodes\[1\].id .* is also nodes\[0\]'s"),
+    (lambda d: d["session"].update(launch_budget="max_llm_calls=3"),
+     "session.launch_budget must be an object with any of max_depth, max_llm_calls"),
+    (lambda d: d["session"].update(launch_budget={"max_llm_calls": "3"}),
+     "session.launch_budget.max_llm_calls must be a whole number from 1 to"),
 ])
 def test_import_rejects_a_malformed_document_naming_the_field(recorded_session, mutate, message):
     document = json.loads(json.dumps(export_session(recorded_session)))
