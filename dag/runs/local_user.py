@@ -11,6 +11,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import transaction
 
 LOCAL_USERNAME = "local"
 
@@ -23,19 +24,26 @@ def ensure_local_user() -> tuple[object, str | None]:
     """(the local user, its new password) on first start; (the existing user, None) afterwards.
 
     Does nothing when any user exists: someone has set up accounts, and a surprise admin is unwelcome.
+    OSError if the credentials file cannot be written; then no user is created either, since a user
+    whose only copy of the password was lost would block the next start from making one.
     """
     users = get_user_model()
     if users.objects.exists():
         return users.objects.filter(username=LOCAL_USERNAME).first(), None
     password = secrets.token_urlsafe(12)
-    user = users.objects.create_superuser(LOCAL_USERNAME, email="", password=password)
+    with transaction.atomic():  # a failed write rolls the user back
+        user = users.objects.create_superuser(LOCAL_USERNAME, email="", password=password)
+        _save_credentials(password)
+    return user, password
+
+
+def _save_credentials(password: str) -> None:
     path = credentials_file()
     # Created with 0600 from the start, so the password is never readable by others, even briefly.
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "w") as handle:
         handle.write(f"username: {LOCAL_USERNAME}\npassword: {password}\n")
-    os.chmod(path, 0o600)
-    return user, password
+    os.chmod(path, 0o600)  # an existing file keeps its old mode through os.open
 
 
 def default_user():

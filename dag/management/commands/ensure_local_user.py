@@ -1,20 +1,32 @@
 """`manage.py ensure_local_user`: create the local user on first start and print its password once."""
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
-from dag.runs.local_user import credentials_file, ensure_local_user
+from dag.runs.local_user import LOCAL_USERNAME, credentials_file, ensure_local_user
 
 
 class Command(BaseCommand):
     help = "Create a local user with a random password if no user exists yet (prints it once)."
 
     def handle(self, *args, **options):
-        user, password = ensure_local_user()
+        try:
+            user, password = ensure_local_user()
+        except OSError as exc:
+            raise CommandError(f"cannot save the local user's password to {credentials_file()} "
+                               f"({exc.strerror or exc}), so no user was created; make that directory writable "
+                               f"(or point OPENPROGRAM_VAR_DIR at one that is) and run this again") from None
         if password is not None:
             self.stdout.write(self.style.SUCCESS(
                 f"Created the local user.\n  username: {user.get_username()}\n  password: {password}\n"
                 f"(also saved, readable only by you, in {credentials_file()})"))
         elif user is not None:
-            self.stdout.write(f"Local user: {user.get_username()} (its password is in {credentials_file()}"
-                              f" if it was created here)")
+            self.stdout.write(self._where_the_password_is(user.get_username()))
         else:
             self.stdout.write("Users exist already; no local user was created.")
+
+    @staticmethod
+    def _where_the_password_is(username: str) -> str:
+        path = credentials_file()
+        if path.exists():
+            return f"Local user: {username} (its password is in {path})"
+        return (f"Local user: {username} (its password is not saved: {path} is missing; "
+                f"set a new one with `manage.py changepassword {LOCAL_USERNAME}`)")
