@@ -24,7 +24,7 @@ setup: $(STAMP)
 	@$(BIN)/python manage.py migrate --noinput -v 0
 
 run: $(STAMP)
-	@$(BIN)/python bin/ensure-port-free $(HOST) $(PORT)
+	@$(BIN)/python bin/ensure-port-free "$(HOST)" "$(PORT)"
 	@$(BIN)/python bin/prepare-run
 	$(BIN)/daphne -b $(HOST) -p $(PORT) openprogram_web.asgi:application
 

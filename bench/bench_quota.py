@@ -4,7 +4,8 @@ Every launch checks its owner against OPENPROGRAM_MAX_STORED_BYTES_PER_USER. The
 sizes the write path stored when each session ended (`dag.stored_size.owner_bytes`); before, it summed
 the text length of every node the owner ever recorded, which is measured beside it here, in the same
 run, on the same rows. The history is ended sessions of NODES_PER_SESSION nodes each, written as
-imports through the write path (as `manage.py import_session` would), plus one running session.
+imports through the write path (`write_path.insert_imported_session`, what `dag.recording.export.import_session`
+ends in), plus one running session.
 
 Run: .venv/bin/python bench/bench_quota.py. SQLite in a temporary directory, then PostgreSQL
 (BENCH_PG_URL, default the local server) in a scratch database it creates and drops (`bench/_pg.py`).

@@ -68,7 +68,7 @@ def _logging_venv(tmp_path: Path) -> tuple[Path, Path]:
     return venv, log
 
 
-def _make_run(venv: Path, port: int) -> subprocess.CompletedProcess:
+def _make_run(venv: Path, port: int | str) -> subprocess.CompletedProcess:
     return subprocess.run(["make", "-C", str(REPO), f"VENV={venv}", "HOST=127.0.0.1", f"PORT={port}", "run"],
                           capture_output=True, text=True)
 
@@ -85,6 +85,17 @@ def test_run_on_a_busy_port_leaves_the_serving_servers_runs_alone(tmp_path):
     assert done.returncode != 0
     assert f"127.0.0.1:{port}" in done.stderr and "make run PORT=" in done.stderr
     assert log.read_text().splitlines() == [f"python bin/ensure-port-free 127.0.0.1 {port}"]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+@pytest.mark.parametrize("port", ["abc", "70000", "0", ""])
+def test_run_on_a_port_that_is_no_port_says_so_in_one_line(tmp_path, port):
+    venv, log = _logging_venv(tmp_path)
+    done = _make_run(venv, port)
+    assert done.returncode != 0
+    assert f"make run: PORT must be a whole number from 1 to 65535, got {port!r}" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert [line for line in log.read_text().splitlines() if "ensure-port-free" not in line] == []  # nothing started
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
@@ -133,3 +144,12 @@ def test_stop_bench_leaves_the_users_var_dir_and_no_scratch_behind(tmp_path):
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert list(mine.iterdir()) == [] and list(scratch_root.iterdir()) == []
+
+
+def test_every_manage_py_command_the_docs_and_messages_name_exists():
+    from django.core.management import get_commands
+
+    texts = [REPO / "README.md", *(REPO / "bench").rglob("*.py"), *(REPO / "dag").rglob("*.py")]
+    named = {(path.name, name) for path in texts
+             for name in re.findall(r"manage\.py ([a-z_]+)", path.read_text(encoding="utf-8"))}
+    assert named and not {(where, name) for where, name in named if name not in get_commands()}
