@@ -98,7 +98,8 @@ DERIVED: dict[str, tuple[str, Any]] = {
     # Django's USE_TZ, read on the recording hot path (dag.recording.clock).
     "USE_TZ": ("USE_TZ", bool),
 }
-_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+# The words an on/off setting (and a bool argument of `run_function`) may say, in pairs.
+ON_WORDS, OFF_WORDS = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
 def _convert(name: str, value: Any) -> Any:
@@ -111,9 +112,9 @@ def _convert(name: str, value: Any) -> Any:
             if isinstance(value, bool):
                 return value
             text = str(value).strip().lower()
-            if text not in (*_TRUE, *_FALSE):
+            if text not in (*ON_WORDS, *OFF_WORDS):
                 raise ValueError
-            return text in _TRUE
+            return text in ON_WORDS
         if not isinstance(default, (int, float)):
             if name in FORMATS and not FORMATS[name][0](str(value)):
                 raise ImproperlyConfigured(f"{PREFIX}{name} must be {FORMATS[name][1]}; got {value!r}")

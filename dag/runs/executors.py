@@ -118,6 +118,11 @@ class InProcessExecutor(Executor):
             for thread in threads:
                 thread.join()
 
+    def leave_runs_at_exit(self) -> None:
+        """Give this process's runs no grace at exit: the one leaving (a second Ctrl-C) will not wait.
+        Their sessions are ended `interrupted` as the process exits, as for runs that overstay the grace."""
+        self.exit_grace_s = 0.0
+
     def _stop_runs_at_exit(self) -> None:
         with self._lock:
             self._closed = True

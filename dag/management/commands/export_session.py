@@ -23,8 +23,17 @@ class Command(BaseCommand):
             raise CommandError(f"no session with id {session_id!r} (see the admin or /api/sessions/)")
         text = json.dumps(export_session(session), indent=2, ensure_ascii=False, cls=DjangoJSONEncoder)
         if output:
-            with open(output, "w", encoding="utf-8") as handle:
-                handle.write(text + "\n")
+            _write(output, text + "\n")
             self.stderr.write(f"wrote session {session.pk} ({session.node_count} nodes) to {output}")
         else:
             self.stdout.write(text)
+
+
+def _write(path: str, text: str) -> None:
+    """`text` into the file at `path`; CommandError naming the path and the system's reason if it cannot."""
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise CommandError(f"cannot write {path}: {exc.strerror or exc}; -o takes a file path in an "
+                           f"existing, writable directory") from None

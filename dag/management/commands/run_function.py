@@ -19,11 +19,13 @@ from django.core.management.base import BaseCommand, CommandError
 from rich.console import Console
 from rich.live import Live
 
+from dag.conf import OFF_WORDS, ON_WORDS
 from dag.live.cli_tree import build_tree
 from dag.models import Node, Session
 from dag.recording.totals import session_totals, warning_text
 from dag.pages.forms import LaunchForm, to_form_text
 from dag.runs import catalog
+from dag.runs.executors import InProcessExecutor, get_executor
 from dag.runs.launch import LaunchRejected, launch
 from dag.runs.launch_budget import FIELDS, BudgetProblem, describe, parse_budget_text
 from dag.runs.lifecycle import request_stop
@@ -36,8 +38,12 @@ EXIT_BAD_INVOCATION = 2
 # A run that completed although the depth ceiling or a budget refused some of its calls: its result may
 # be missing what those calls would have found, so scripts should not take it as a plain success.
 EXIT_COMPLETED_WITH_WARNING = 3
-EXIT_CODES_HELP = ("exit codes: 0 completed; 1 error or interrupted; 2 bad invocation; 3 completed with "
-                   "refused calls or budget breaches (the warning is printed); 130 cancelled (Ctrl-C or a stop)")
+# A session deleted (from the admin or the API) while being watched: the run did not complete, and no
+# result will ever be read, so it counts as a failed run.
+EXIT_SESSION_DELETED = 1
+EXIT_CODES_HELP = ("exit codes: 0 completed; 1 error, interrupted or deleted while running; 2 bad invocation; "
+                   "3 completed with refused calls or budget breaches (the warning is printed); "
+                   "130 cancelled (Ctrl-C or a stop)")
 
 
 def parse_assignments(pairs: list[str]) -> dict[str, str]:
@@ -61,9 +67,18 @@ def form_for(tool, given: dict[str, str]) -> LaunchForm:
     data = {param.name: to_form_text(param, param.schema["default"]) for param in form.params if param.has_default}
     for param in form.params:
         if param.name in given:
-            data[param.name] = (given[param.name].strip().lower() in ("1", "true", "yes", "on")
-                                if param.kind == "bool" else given[param.name])
+            data[param.name] = on_or_off(param.name, given[param.name]) if param.kind == "bool" else given[param.name]
     return LaunchForm(tool, data=data)
+
+
+def on_or_off(name: str, text: str) -> bool:
+    """A bool argument's text as True or False; anything but the on/off words is refused, since a typo
+    (`verbose=flase`) read as False would launch a run nobody asked for."""
+    word = text.strip().lower()
+    if word not in (*ON_WORDS, *OFF_WORDS):
+        words = ", ".join(f"{on}/{off}" for on, off in zip(ON_WORDS, OFF_WORDS))
+        raise CommandError(f"{name}: expected on or off ({words}), got {text!r}", returncode=EXIT_BAD_INVOCATION)
+    return word in ON_WORDS
 
 
 @contextmanager
@@ -83,6 +98,15 @@ def _ctrl_c_counted() -> Iterator[list]:
         yield presses
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def _leaving_line() -> str:
+    """Leave at a second Ctrl-C: a run in this process ends with it, at once; one elsewhere goes on stopping."""
+    executor = get_executor()
+    if isinstance(executor, InProcessExecutor):
+        executor.leave_runs_at_exit()
+        return "interrupted again; leaving now: the run, in this process, ends interrupted with it"
+    return "interrupted again; leaving the run to stop on its own"
 
 
 class Command(BaseCommand):
@@ -160,9 +184,8 @@ class Command(BaseCommand):
                     console.print("Stopping… (Ctrl-C again to leave without waiting)")
                     request_stop(session.pk)
                 if len(presses) > 1:
-                    self._leave("interrupted again; leaving the run to stop on its own",
-                                EXIT_CODES[Session.Status.CANCELLED])
-                session.refresh_from_db()
+                    self._leave(_leaving_line(), EXIT_CODES[Session.Status.CANCELLED])
+                self._refresh(session)
                 if session.rev > seen_rev:
                     for node in Node.objects.filter(session=session, rev__gt=seen_rev):
                         nodes[node.pk] = node.as_dict()
@@ -171,6 +194,14 @@ class Command(BaseCommand):
                 if session.is_terminal:
                     return session, nodes
                 time.sleep(POLL_S)
+
+    def _refresh(self, session: Session) -> None:
+        """`session` as stored now; if it was deleted meanwhile, leave (EXIT_SESSION_DELETED)."""
+        try:
+            session.refresh_from_db()
+        except Session.DoesNotExist:
+            self._leave(f"session {session.pk} was deleted while running; there is no result to show",
+                        EXIT_SESSION_DELETED)
 
     def _report(self, session: Session, console: Console) -> None:
         """The result of a completed run, and the exit code of its ending (EXIT_CODES_HELP)."""

@@ -14,6 +14,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from dag.models import Node, Session
+from dag.runs.executors import Executor
 
 from ...database_url import database_url
 from ..launch_helpers import wait_for
@@ -85,6 +86,37 @@ def test_invalid_invocations_fail_with_code_2_and_launch_nothing(local_user, arg
     assert not Session.objects.exists()
 
 
+@pytest.mark.django_db(transaction=True)  # so that a run it wrongly launched would end, and fail the test
+@pytest.mark.parametrize("value", ["maybe", "flase", ""])
+def test_a_bool_argument_takes_only_the_on_off_words(local_user, test_functions, value):
+    error = failure("widgets", "question=hi", f"verbose={value}")
+    assert str(error) == f"verbose: expected on or off (1/0, true/false, yes/no, on/off), got {value!r}"
+    assert error.returncode == 2 and not Session.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("value, meant", [("Off", False), (" on ", True), ("1", True), ("no", False)])
+def test_a_bool_argument_reads_each_on_off_word(local_user, test_functions, value, meant):
+    run("widgets", "question=hi", f"verbose={value}")
+    assert Session.objects.get().args["verbose"] is meant
+
+
+class DeletingExecutor(Executor):
+    """Deletes each session it is given, as someone in the admin might while the CLI watches it."""
+
+    def submit(self, session_id) -> None:
+        Session.objects.filter(pk=session_id).delete()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_session_deleted_while_watched_ends_the_command_with_one_line(local_user, settings):
+    settings.OPENPROGRAM_EXECUTOR = f"{__name__}.DeletingExecutor"
+    code, out, err = exit_of("slow_count", "n=1", "delay_s=0")
+    session_id = out.split()[1]
+    assert code == 1 and not Session.objects.exists()
+    assert err.strip() == f"session {session_id} was deleted while running; there is no result to show"
+
+
 def test_an_integer_too_long_for_python_is_bad_input_not_a_crash(local_user, test_functions):
     error = failure("widgets", "question=hi", 'extra={"n": %s}' % ("9" * 5_000))
     assert "extra: a whole number longer than 4,300 digits" in str(error) and error.returncode == 2
@@ -124,6 +156,7 @@ def test_the_help_lists_the_exit_codes():
     help_text = Command().create_parser("manage.py", "run_function").format_help()
     assert "3 completed with refused calls or budget breaches" in " ".join(help_text.split())
     assert "130 cancelled" in help_text
+    assert "1 error, interrupted or deleted while running" in " ".join(help_text.split())
 
 
 @pytest.mark.django_db(transaction=True)
@@ -147,6 +180,33 @@ def test_ctrl_c_stops_the_run_and_exits_130(local_user):
     assert "Stopping…" in out  # and no CommandError or traceback: a stop is an expected ending
     assert not Node.objects.filter(session=session, status="running").exists()
     assert Node.objects.filter(session=session, name="count_step").count() < 500
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_second_ctrl_c_leaves_at_once_and_the_run_in_this_process_ends_interrupted(local_user):
+    # The run (here one that no stop reaches) lives in the command's own process: leaving must end its
+    # session, or it would read running until a reaper noticed.
+    from dag.runs.executors import EXITED_DURING_RUN
+    env = {**os.environ, "DATABASE_URL": database_url(connection.settings_dict), "PYTHONUNBUFFERED": "1",
+           "OPENPROGRAM_FUNCTION_MODULES": "tests.web.launch_helpers"}
+    child = subprocess.Popen([sys.executable, "manage.py", "run_function", "deaf_until_released"],
+                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        session = wait_for(lambda: Session.objects.filter(owner=local_user, status="running").first(), 60,
+                           "the CLI's run to start")
+        child.send_signal(signal.SIGINT)
+        wait_for(lambda: Session.objects.filter(pk=session.pk, cancel_requested=True).exists(), 60,
+                 "the first Ctrl-C's stop request")
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    session.refresh_from_db()
+    assert child.returncode == 130, err
+    assert "interrupted again; leaving now: the run, in this process, ends interrupted with it" in err
+    assert (session.status, session.error) == ("interrupted", EXITED_DURING_RUN)
+    assert not Node.objects.filter(session=session, status="running").exists()
 
 
 SESSION = {"id": "s", "function": "f", "status": "running"}
