@@ -6,8 +6,10 @@ import os
 import signal
 import subprocess
 import sys
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -159,20 +161,29 @@ def test_the_help_lists_the_exit_codes():
     assert "1 error, interrupted or deleted while running" in " ".join(help_text.split())
 
 
+@contextmanager
+def run_function_in_a_child(*arguments: str, **env: str) -> Iterator[subprocess.Popen]:
+    """`manage.py run_function ARGUMENTS` in a process of its own on the test's database; killed if the
+    test leaves it running."""
+    environ = {**os.environ, "DATABASE_URL": database_url(connection.settings_dict), "PYTHONUNBUFFERED": "1", **env}
+    child = subprocess.Popen([sys.executable, "manage.py", "run_function", *arguments], cwd=ROOT, env=environ,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        yield child
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+
+
 @pytest.mark.django_db(transaction=True)
 def test_ctrl_c_stops_the_run_and_exits_130(local_user):
-    env = {**os.environ, "DATABASE_URL": database_url(connection.settings_dict), "PYTHONUNBUFFERED": "1"}
-    child = subprocess.Popen([sys.executable, "manage.py", "run_function", "slow_count", "n=500", "delay_s=0.05"],
-                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    with run_function_in_a_child("slow_count", "n=500", "delay_s=0.05") as child:
         session = wait_for(lambda: Session.objects.filter(owner=local_user).first(), 60, "the CLI's session")
         wait_for(lambda: Node.objects.filter(session=session, name="count_step").count() >= 2, 60,
                  "the CLI's run to start counting")
         child.send_signal(signal.SIGINT)
         out, err = child.communicate(timeout=60)
-    finally:
-        if child.poll() is None:
-            child.kill()
     session.refresh_from_db()
     assert child.returncode == 130, err
     assert session.status == "cancelled" and session.cancel_requested
@@ -187,21 +198,14 @@ def test_a_second_ctrl_c_leaves_at_once_and_the_run_in_this_process_ends_interru
     # The run (here one that no stop reaches) lives in the command's own process: leaving must end its
     # session, or it would read running until a reaper noticed.
     from dag.runs.executors import EXITED_DURING_RUN
-    env = {**os.environ, "DATABASE_URL": database_url(connection.settings_dict), "PYTHONUNBUFFERED": "1",
-           "OPENPROGRAM_FUNCTION_MODULES": "tests.web.launch_helpers"}
-    child = subprocess.Popen([sys.executable, "manage.py", "run_function", "deaf_until_released"],
-                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    with run_function_in_a_child("deaf_until_released", OPENPROGRAM_FUNCTION_MODULES="tests.web.launch_helpers") as child:
         session = wait_for(lambda: Session.objects.filter(owner=local_user, status="running").first(), 60,
                            "the CLI's run to start")
         child.send_signal(signal.SIGINT)
         wait_for(lambda: Session.objects.filter(pk=session.pk, cancel_requested=True).exists(), 60,
                  "the first Ctrl-C's stop request")
         child.send_signal(signal.SIGINT)
-        out, err = child.communicate(timeout=60)
-    finally:
-        if child.poll() is None:
-            child.kill()
+        _, err = child.communicate(timeout=60)
     session.refresh_from_db()
     assert child.returncode == 130, err
     assert "interrupted again; leaving now: the run, in this process, ends interrupted with it" in err
