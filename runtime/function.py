@@ -20,7 +20,7 @@ from .budget import Budget, admit_frame, enter_frame, exit_frame
 from .context import (Frame, FrameMap, _current_budget, _current_recorder, _current_runtime,  # noqa: F401
                       _current_tool_policy, _recursion_depth, _system_override)
 from .errors import BudgetExceeded, DepthCeilingExceeded, ToolRegistrationError, status_of
-from .options import (ToolOptions, build_tool_options, check_expose, check_input,
+from .options import (TOOL_NAME, ToolOptions, build_tool_options, check_expose, check_input,
                       check_render_range)
 from .registry import registry
 from .runtime import create_runtime
@@ -64,6 +64,11 @@ class Tool:
         self.signature = inspect.signature(fn)
         self.bind_arguments = argument_binder(self.signature)
         self.tool_name = options.name or fn.__name__
+        if options.as_tool and not TOOL_NAME.fullmatch(self.tool_name):
+            # Offered to a model under it, the name would make the provider refuse the whole request.
+            raise ToolRegistrationError(
+                f"{fn.__qualname__}: its tool name {self.tool_name!r} is not 1 to 64 ASCII letters, digits, "
+                f"'_' or '-' (what model APIs accept); give it one with name=..., or as_tool=False")
         self.doc = inspect.getdoc(fn) or ""
         self.origin = f"{fn.__module__}.{fn.__qualname__}"
         self.is_async = inspect.iscoroutinefunction(fn)

@@ -13,7 +13,7 @@ DEFAULT_MAX_RESULT_CHARS = 30_000
 DEFAULT_HEAD_RATIO = 0.7
 EXPOSE_VALUES = ("io", "llm", "full", "hidden")
 # What OpenAI and Anthropic accept as a tool name.
-_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def build_tool_options(given: dict) -> ToolOptions:
         if values.get(field) is not None and not isinstance(values[field], str):
             raise ValueError(f"{field} must be a string, got {values[field]!r}")
     name = values.get("name")
-    if name is not None and not _TOOL_NAME.fullmatch(name):
+    if name is not None and not TOOL_NAME.fullmatch(name):
         raise ValueError(f"name must be 1 to 64 ASCII letters, digits, '_' or '-' (what model APIs accept "
                          f"as a tool name), got {name!r}")
     chars = values["max_result_chars"]

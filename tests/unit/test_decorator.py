@@ -267,3 +267,17 @@ def test_generator_functions_are_refused_at_decoration(decorator):
         @decorator(register_globally=False)
         async def astream(n: int):
             yield n
+
+
+def test_a_function_whose_own_name_no_model_api_takes_needs_a_name_to_be_a_tool():
+    # Offered under its Python name, it would make the provider refuse every request that lists it.
+    def summarize_the_quarterly_report_for_the_board_with_every_detail_it_has():
+        return 1
+
+    long_one = summarize_the_quarterly_report_for_the_board_with_every_detail_it_has  # 70 characters
+    with pytest.raises(ToolRegistrationError, match=f"its tool name '{long_one.__name__}' is not 1 to 64 ASCII"):
+        function(register_globally=False)(long_one)
+    with pytest.raises(ToolRegistrationError, match="its tool name '<lambda>'"):
+        agentic_function(register_globally=False)(lambda: 1)
+    assert function(register_globally=False, name="summarize")(long_one).tool_name == "summarize"
+    assert function(register_globally=False, as_tool=False)(lambda: 1)() == 1  # never offered: any name
