@@ -6,7 +6,7 @@ from typing import Any
 
 from ..messages import ModelReply, ModelRequest, clean_usage, parse_arguments
 from ..retry import ProviderError
-from .sdk import SDKProvider, http_client
+from .sdk import DEFAULT_MAX_TOKENS, SDKProvider, http_client
 
 # Stop reasons meaning the reply was cut short, its text partial and its last tool_use's input perhaps too.
 CUT_OFF = ("max_tokens", "model_context_window_exceeded")
@@ -17,6 +17,9 @@ class AnthropicProvider(SDKProvider):
     default_model = "claude-sonnet-4-5"
     api_key_env = "ANTHROPIC_API_KEY"
     base_url_env = "ANTHROPIC_BASE_URL"
+
+    def reply_token_cap(self) -> int:
+        return self.max_tokens or DEFAULT_MAX_TOKENS  # the Messages API requires one
 
     def make_client(self, timeout_s: float) -> Any:
         import anthropic
@@ -30,7 +33,7 @@ class AnthropicProvider(SDKProvider):
         return anthropic.APIStatusError, anthropic.APITimeoutError, anthropic.APIConnectionError
 
     def send(self, client: Any, request: ModelRequest, model: str) -> Any:
-        kwargs: dict = {"model": model, "max_tokens": self.max_tokens, "messages": to_anthropic_messages(request)}
+        kwargs: dict = {"model": model, "max_tokens": self.reply_token_cap(), "messages": to_anthropic_messages(request)}
         if request.system:
             kwargs["system"] = request.system
         if request.tools:

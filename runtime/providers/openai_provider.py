@@ -29,8 +29,9 @@ class OpenAIProvider(SDKProvider):
         return openai.APIStatusError, openai.APITimeoutError, openai.APIConnectionError
 
     def send(self, client: Any, request: ModelRequest, model: str) -> Any:
-        kwargs: dict = {"model": model, "messages": to_openai_messages(request),
-                        "max_completion_tokens": self.max_tokens}
+        kwargs: dict = {"model": model, "messages": to_openai_messages(request)}
+        if self.max_tokens is not None:
+            kwargs["max_completion_tokens"] = self.max_tokens
         if request.tools:
             kwargs["tools"] = [{"type": "function", "function": spec} for spec in request.tools]
             kwargs["tool_choice"] = openai_tool_choice(request.tool_choice)

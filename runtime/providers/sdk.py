@@ -24,7 +24,10 @@ from ..retry import ProviderError, RetryPolicy, call_with_retries, env_number, i
 from .base import Provider
 
 DEFAULT_TIMEOUT_S = 30.0  # per attempt, the whole response; the retries together stop at RetryPolicy.max_total_s
-# The reply's length in tokens, sent as Anthropic's max_tokens and OpenAI's max_completion_tokens.
+# The cap on a reply's length in tokens (`max_tokens=` or this variable): Anthropic's max_tokens, which
+# its API requires (DEFAULT_MAX_TOKENS when neither is set); OpenAI's max_completion_tokens, sent only
+# when set, since compatible servers that do not know the field refuse the request, and a reasoning
+# model's thinking counts against it.
 MAX_TOKENS_ENV = "OPENPROGRAM_MAX_TOKENS"
 DEFAULT_MAX_TOKENS = 4096
 
@@ -62,7 +65,8 @@ class SDKProvider(Provider):
         self.base_url = base_url or os.environ.get(self.base_url_env) or None
         self.timeout_s = timeout_s or env_number("OPENPROGRAM_MODEL_TIMEOUT_S", DEFAULT_TIMEOUT_S) or DEFAULT_TIMEOUT_S
         self.retry = retry or RetryPolicy.from_env()
-        self.max_tokens = max_tokens or env_number(MAX_TOKENS_ENV, DEFAULT_MAX_TOKENS, int) or DEFAULT_MAX_TOKENS
+        # None: not set (0 counts as not set, as for the other settings).
+        self.max_tokens: Optional[int] = max_tokens or env_number(MAX_TOKENS_ENV, None, int) or None
 
     # -- what a subclass provides -------------------------------------------------------------
 
@@ -136,10 +140,16 @@ class SDKProvider(Provider):
     def cut_off(self, why: str) -> ProviderError:
         """The reply hit the output-token limit: its text is partial and its tool calls may lack arguments,
         so neither is used."""
-        return ProviderError(self.name, f"the reply was cut off at the output-token limit ({why}; "
-                                        f"max_tokens={self.max_tokens}), so it was not used and no tool call "
-                                        f"in it was run; raise {MAX_TOKENS_ENV} (or pass max_tokens=) or ask "
-                                        f"for a shorter answer", status=200)
+        cap = self.reply_token_cap()
+        limit = f"max_tokens={cap}" if cap is not None else "the server's own limit, as none was sent"
+        return ProviderError(self.name, f"the reply was cut off at the output-token limit ({why}; {limit}), "
+                                        f"so it was not used and no tool call in it was run; "
+                                        f"{'raise' if cap is not None else 'set'} {MAX_TOKENS_ENV} (or pass "
+                                        f"max_tokens=) or ask for a shorter answer", status=200)
+
+    def reply_token_cap(self) -> Optional[int]:
+        """The cap on a reply's tokens this provider sends (None: it sends none)."""
+        return self.max_tokens
 
     def _parse_checked(self, response: Any) -> ModelReply:
         """`parse`, with a reply that does not follow the protocol (an HTML page, a message or a tool call

@@ -101,8 +101,8 @@ STOPS = {
     "openai content filter": (OpenAIWire, lambda: _with_stop(OpenAIWire, OpenAIWire.answer(""), "content_filter"),
                               r"refused to answer \(finish_reason 'content_filter'"),
     "openai length": (OpenAIWire, lambda: _with_stop(OpenAIWire, OpenAIWire.answer("The answer is: the"), "length"),
-                      r"cut off at the output-token limit \(finish_reason 'length'; max_tokens=4096\).*"
-                      r"raise OPENPROGRAM_MAX_TOKENS"),
+                      r"cut off at the output-token limit \(finish_reason 'length'; the server's own limit, "
+                      r"as none was sent\).*set OPENPROGRAM_MAX_TOKENS"),
     "openai length with a tool call": (
         OpenAIWire, lambda: _with_stop(OpenAIWire, OpenAIWire.tool_calls(("c1", "lookup", '{"city": "Os'), raw=True),
                                        "length"), r"no tool call in it was run"),
@@ -202,13 +202,20 @@ def test_anthropic_image_and_document_blocks_keep_their_source_data():
     assert server.requests[0]["messages"][0]["content"] == [image, document, {"type": "text", "text": "describe these"}]
 
 
-def test_openai_requests_bound_the_reply_with_max_completion_tokens(monkeypatch):
+def test_openai_requests_carry_max_completion_tokens_only_when_it_is_set(monkeypatch):
+    # Unset, none is sent: compatible servers that do not know the field refuse the request, and a
+    # reasoning model's thinking counts against it. Anthropic's API requires one: 4096 unless set.
+    monkeypatch.delenv("OPENPROGRAM_MAX_TOKENS", raising=False)
     with FakeServer([OpenAIWire.answer("a"), OpenAIWire.answer("b")]) as server:
         ask(make("openai", server)[0])
         monkeypatch.setenv("OPENPROGRAM_MAX_TOKENS", "123")
         ask(make("openai", server)[0])
-    assert [body["max_completion_tokens"] for body in server.requests] == [4096, 123]
-    assert "max_tokens" not in json.dumps(server.requests[0]).replace("max_completion_tokens", "")
+    assert "max_completion_tokens" not in server.requests[0] and server.requests[1]["max_completion_tokens"] == 123
+    assert "max_tokens" not in json.dumps(server.requests).replace("max_completion_tokens", "")
+    monkeypatch.delenv("OPENPROGRAM_MAX_TOKENS")
+    with FakeServer([AnthropicWire.answer("a")]) as server:
+        ask(make("anthropic", server)[0])
+    assert server.requests[0]["max_tokens"] == 4096
 
 
 def test_an_anthropic_reply_of_whitespace_beside_its_tool_use_goes_back_without_the_blank_text():
