@@ -5,7 +5,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from dag.models import Node, Session
 from dag.runs import lifecycle
 from dag.runs.executors import EXITED_DURING_RUN, Executor, InProcessExecutor, get_executor
 from dag.runs.launch import launch
+from ..launch_helpers import wait_for
 
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -136,13 +136,6 @@ def test_a_process_that_exits_stops_its_runs_and_they_end_interrupted(tmp_path):
     assert (status, open_nodes) == ("interrupted", 0) and "shutting down" in error
 
 
-def wait_until_running(session_id) -> None:
-    deadline = time.monotonic() + 30  # a bound for a broken pool, not a figure under test
-    while Session.objects.get(pk=session_id).status != "running":
-        assert time.monotonic() < deadline, "the run never started"
-        time.sleep(0.01)
-
-
 @pytest.mark.django_db(transaction=True)
 def test_at_exit_a_queued_session_is_not_started_and_ends_interrupted(user, test_functions):
     executor = InProcessExecutor(workers=1, exit_grace_s=30)
@@ -150,7 +143,7 @@ def test_at_exit_a_queued_session_is_not_started_and_ends_interrupted(user, test
     waiting = Session.objects.create(owner=user, function="echo", args={"text": "never"})
     executor.submit(going.pk)
     executor.submit(waiting.pk)
-    wait_until_running(going.pk)
+    wait_for(lambda: Session.objects.filter(pk=going.pk, status="running").exists(), 30, "the run to start")
     executor._stop_runs_at_exit()  # what atexit runs as the process exits
     going.refresh_from_db()
     waiting.refresh_from_db()
@@ -161,11 +154,13 @@ def test_at_exit_a_queued_session_is_not_started_and_ends_interrupted(user, test
 
 @pytest.mark.django_db(transaction=True)
 def test_at_exit_a_run_that_does_not_stop_in_its_grace_is_ended_for_it(user, test_functions):
-    from tests.web.launch_helpers import RELEASE_DEAF_RUNS
+    from ..launch_helpers import RELEASE_DEAF_RUNS
     executor = InProcessExecutor(workers=1, exit_grace_s=0)
     deaf = Session.objects.create(owner=user, function="deaf_until_released", args={})
     executor.submit(deaf.pk)
-    wait_until_running(deaf.pk)
+    # In its function, not merely claimed: a stop reaches a run at each call's entry.
+    wait_for(lambda: Node.objects.filter(session=deaf, name="deaf_until_released").exists(), 30,
+             "the run to enter its function")
     try:
         executor._stop_runs_at_exit()
         deaf.refresh_from_db()

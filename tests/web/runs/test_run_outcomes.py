@@ -9,7 +9,7 @@ import pytest
 from django.db import OperationalError
 
 from dag.models import Node, Session
-from dag.recording.write_path import sessions, sql
+from dag.recording.write_path import group_commit, sessions
 from dag.runs import lifecycle
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the run's writes commit through the writer
@@ -37,12 +37,12 @@ def test_the_calls_beside_one_with_a_huge_int_are_all_recorded(user, test_functi
     assert names == ["powers_between_echoes", "echo", "power_of_ten", "echo"]
 
 
-def disk_error(tx, nodes):
+def disk_error(tx, parts, *args, **kwargs):
     raise OperationalError("disk I/O error")
 
 
 def test_a_run_whose_calls_could_not_be_recorded_does_not_end_completed(user, test_functions, monkeypatch):
-    monkeypatch.setattr(sql, "insert_nodes", disk_error)
+    monkeypatch.setattr(group_commit, "write_parts", disk_error)  # every batch, on every database
     session = run(user, "echo", text="hi")
     assert session.status == "error" and session.result == "hi"
     assert session.error == ("some of the run's calls could not be recorded, so its tree is incomplete "
@@ -50,10 +50,11 @@ def test_a_run_whose_calls_could_not_be_recorded_does_not_end_completed(user, te
 
 
 def test_a_failed_run_keeps_its_own_error_beside_the_lost_calls(user, test_functions, monkeypatch):
-    monkeypatch.setattr(sql, "insert_nodes", disk_error)
+    monkeypatch.setattr(group_commit, "write_parts", disk_error)  # every batch, on every database
     session = run(user, "explode", message="boom")
     assert session.status == "error"
-    assert session.error.startswith("RuntimeError: boom; some of the run's calls could not be recorded")
+    assert session.error == ("RuntimeError: boom; some of the run's calls could not be recorded, so its tree "
+                             "is incomplete (OperationalError: disk I/O error)")
 
 
 def test_a_run_whose_end_the_database_refuses_still_ends_saying_why(user, test_functions, monkeypatch):
