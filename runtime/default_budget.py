@@ -10,7 +10,7 @@ model call, when the variable is read. A call in a thread that lost the caller's
 `threading.Thread`, `executor.submit`) starts a tree of its own, so it is still bounded.
 
 A model loop run outside any agentic function (a top-level `Runtime.exec` or `llm`) is a tree too
-(`frameless_tree`): its own model calls, and those of every agentic call its tools start, share one
+(`open_frameless_tree`): its own model calls, and those of every agentic call its tools start, share one
 tally. Without it, each tool call would start a tree with a whole limit of its own, and a model that
 fans out would multiply the bound.
 """
@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import os
 import threading
-from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Iterator, Optional
+from typing import Optional
 
 from .context import Frame, _current_budget, _current_recorder, current_frame, open_agentic_levels
 from .errors import BudgetExceeded
@@ -31,9 +30,8 @@ DEFAULT_MAX_LLM_CALLS = 500
 _create_lock = threading.Lock()
 _OFF = object()  # the tally of a tree whose default bound is turned off
 
-# The tally of the frameless model loop the current call runs under (see `frameless_tree`), or None.
-_frameless_tally: ContextVar[Optional[object]] = ContextVar("openprogram_frameless_tally", default=None)
-
+# The frameless model loop the current call runs under (see `open_frameless_tree`), or None.
+_frameless_tree: ContextVar[Optional["_FramelessTree"]] = ContextVar("openprogram_frameless_tree", default=None)
 
 def default_llm_calls() -> int:
     """The default model-call limit per tree from OPENPROGRAM_MAX_LLM_CALLS (0: no default bound)."""
@@ -76,18 +74,38 @@ def _new_tally():
     return CallTally(limit) if limit else _OFF
 
 
-@contextmanager
-def frameless_tree() -> Iterator[None]:
-    """Around a model loop: outside any agentic function (and any frameless loop), it opens a tree whose
-    tally its own model calls and the trees its tools start all count against."""
-    if current_frame() is not None or _frameless_tally.get() is not None:
-        yield
-        return
-    token = _frameless_tally.set(_new_tally())
-    try:
-        yield
-    finally:
-        _frameless_tally.reset(token)
+class _FramelessTree:
+    """A frameless loop's tree; its tally is made at its first model call, as an entry frame's is."""
+
+    __slots__ = ("tally",)
+
+    def __init__(self) -> None:
+        self.tally = None
+
+
+def open_frameless_tree():
+    """Before a model loop: outside any agentic function (and any frameless loop), open a tree whose tally
+    its own model calls and the trees its tools start all count against. Returns the token for
+    `close_frameless_tree` (None when it opened nothing)."""
+    if current_frame() is not None or _frameless_tree.get() is not None:
+        return None
+    return _frameless_tree.set(_FramelessTree())
+
+
+def close_frameless_tree(token) -> None:
+    if token is not None:
+        _frameless_tree.reset(token)
+
+
+def _frameless_tally():
+    tree = _frameless_tree.get()
+    if tree is None:
+        return None
+    if tree.tally is None:
+        with _create_lock:  # its tools' threads may make their first model calls at once
+            if tree.tally is None:
+                tree.tally = _new_tally()
+    return tree.tally
 
 
 def _entry_frame(frame: Frame) -> Frame:
@@ -102,7 +120,7 @@ def _tally_of(root: Frame):
         with _create_lock:  # parallel branches may make the tree's first model calls at once
             tally = root.__dict__.get("_call_tally")
             if tally is None:
-                outer = _frameless_tally.get()  # a tree started by a frameless loop's tool: part of it
+                outer = _frameless_tally()  # a tree started by a frameless loop's tool: part of it
                 tally = root._call_tally = outer if outer is not None else _new_tally()
     return tally
 
@@ -113,7 +131,7 @@ def admit_default_call(frame: Optional[Frame]) -> Optional[CallTally]:
 
     Raises BudgetExceeded(dimension="llm_calls") when the tree has made its limit of model calls.
     """
-    tally = _frameless_tally.get() if frame is None else _tally_of(_entry_frame(frame))
+    tally = _frameless_tally() if frame is None else _tally_of(_entry_frame(frame))
     if tally is None or tally is _OFF:
         return None
     with tally.lock:

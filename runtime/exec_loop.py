@@ -8,7 +8,6 @@ index) before the reply joins the conversation, so every result pairs with exact
 """
 from __future__ import annotations
 
-import math
 import time
 from typing import Optional
 
@@ -19,6 +18,7 @@ from .messages import ModelRequest, text_block, unique_call_ids
 from .model_call import call_model, user_turn
 from .policy import OfferedTools, resolve_offered_tools
 from .situation import refusal_note
+from .spec import is_number, short_repr
 
 TOOL_CHOICES = ("auto", "none", "required")
 
@@ -42,9 +42,8 @@ def run_exec(runtime, content, *, tools=None, toolset=None, tools_allow=None, to
              model: Optional[str] = None) -> str:
     if not isinstance(max_iterations, int) or isinstance(max_iterations, bool) or max_iterations < 1:
         raise ValueError(f"max_iterations must be a positive integer, got {max_iterations!r}")
-    if timeout_s is not None and (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float))
-                                  or not math.isfinite(timeout_s) or timeout_s <= 0):
-        raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
+    if timeout_s is not None and not (is_number(timeout_s) and timeout_s > 0):
+        raise ValueError(f"timeout_s must be a positive number of seconds, got {short_repr(timeout_s)}")
     token = _current_runtime.set(runtime) if _current_runtime.get() is not runtime else None
     try:
         return _loop(runtime, content, tools=tools, toolset=toolset, tools_allow=tools_allow,

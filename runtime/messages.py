@@ -113,9 +113,10 @@ def token_count(value: Any) -> int:
 
 
 def clean_usage(usage: Any) -> dict:
-    """`usage` as {"input_tokens", "output_tokens"} of non-negative ints, whatever a provider returned."""
+    """`usage` with "input_tokens" and "output_tokens" as non-negative ints, whatever a provider returned
+    (any other counts it reports, such as cached tokens, kept as they are)."""
     usage = usage if isinstance(usage, dict) else {}
-    return {"input_tokens": token_count(usage.get("input_tokens")),
+    return {**usage, "input_tokens": token_count(usage.get("input_tokens")),
             "output_tokens": token_count(usage.get("output_tokens"))}
 
 
@@ -124,7 +125,7 @@ def unique_call_ids(calls: list, seen: set, turn: int) -> list:
     repeated id gets the turn and the call's index, so each tool result pairs with one call."""
     unique = []
     for index, call in enumerate(calls):
-        call_id = call.id
+        call_id = call.id if isinstance(call.id, str) else ""  # a provider of one's own may send any id
         if not call_id or call_id in seen:
             base = f"{call_id or 'call'}_t{turn}_{index}"
             call_id, n = base, 1

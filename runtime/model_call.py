@@ -96,8 +96,8 @@ def call_model(provider, request: ModelRequest, frame: Optional[Frame]) -> Model
             raise
         # Whatever usage a provider reports ("n/a", -100) is counted as non-negative ints, so settling
         # the call below cannot fail and leave its record open or its reservation held.
-        reply.usage = clean_usage(reply.usage)
-        tokens = reply.total_tokens
+        reply.usage = usage = clean_usage(reply.usage)
+        tokens = usage["input_tokens"] + usage["output_tokens"]
     except BaseException as exc:
         if tally is not None:
             tally.release()

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from .spec import INPUT_KEYS
+from .spec import INPUT_KEYS, is_number, short_repr
 
 DEFAULT_MAX_RESULT_CHARS = 30_000
 DEFAULT_HEAD_RATIO = 0.7
@@ -93,9 +93,8 @@ def build_tool_options(given: dict) -> ToolOptions:
         raise ValueError(f"head_ratio must be a number from 0 to 1, got {ratio!r}")
     for field in ("cache_ttl", "timeout"):
         value = values.get(field)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                  or not math.isfinite(value) or value <= 0):
-            raise ValueError(f"{field} must be a positive number of seconds, got {value!r}")
+        if value is not None and not (is_number(value) and value > 0):
+            raise ValueError(f"{field} must be a positive number of seconds, got {short_repr(value)}")
     params = values.get("parameters")
     if params is not None and (not isinstance(params, dict) or params.get("type", "object") != "object"):
         raise ValueError("parameters must be a JSON-schema object ({'type': 'object', 'properties': {...}})")

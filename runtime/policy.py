@@ -125,14 +125,15 @@ def _candidates(tools: Any, toolset: Any) -> list:
         raise TypeError(f"toolset= takes a toolset name or a list of them, got {toolset!r}")
     seen: dict = {}
     for name in names:
-        members = registry.toolset(name)
-        if not members and name not in ("full", "none"):
-            # A misspelt toolset would otherwise offer the model no tool at all, silently.
-            known = sorted({n for tool in registry.all() for n in tool.options.toolset})
-            raise ValueError(f"toolset {name!r}: no registered tool is in it; the toolsets are "
-                             f"{', '.join(['full', 'none', *known])}")
-        for tool in members:
+        for tool in registry.toolset(name):
             seen.setdefault(tool.tool_name, tool)
+    empty = [name for name in names if name not in ("full", "none") and not registry.toolset(name)]
+    if not seen and empty:
+        # A misspelt toolset would otherwise offer the model no tool at all, silently. (Beside toolsets
+        # that have tools, an empty one, e.g. an optional plugin's, is left alone.)
+        known = sorted({n for tool in registry.all() for n in tool.options.toolset})
+        raise ValueError(f"toolset {empty[0]!r}: no registered tool is in it; the toolsets are "
+                         f"{', '.join(['full', 'none', *known])}")
     return list(seen.values())
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from typing import Callable, Iterable, Iterator, Optional
 
 from . import interrupt
 from .context import _current_runtime, _system_override
-from .default_budget import frameless_tree
+from .default_budget import close_frameless_tree, open_frameless_tree
 from .dispatch import ResultCache
 from .exec_loop import run_exec, run_llm
 from .policy import DEFAULT_TOOLSET  # noqa: F401  (the seed's name, read here by users and tests)
@@ -146,8 +146,14 @@ class Runtime:
                       tool_choice=tool_choice, max_iterations=max_iterations, timeout_s=timeout_s, model=model)
         if budget is not None and not (hasattr(type(budget), "__enter__") and hasattr(type(budget), "__exit__")):
             raise TypeError(f"budget must be a runtime.Budget(...) or None, got {budget!r}")
-        with frameless_tree(), budget if budget is not None else nullcontext():
-            return run_exec(self, content, **kwargs)
+        tree = open_frameless_tree()
+        try:
+            if budget is None:
+                return run_exec(self, content, **kwargs)
+            with budget:
+                return run_exec(self, content, **kwargs)
+        finally:
+            close_frameless_tree(tree)
 
     async def aexec(self, content, **kwargs) -> str:
         """`exec` from async code: runs in a worker thread (with this context) so the loop stays free.
@@ -165,8 +171,11 @@ class Runtime:
 
     def llm(self, content, model: Optional[str] = None, timeout_s: Optional[float] = None) -> str:
         """One model call with no tools; the reply's text."""
-        with frameless_tree():
+        tree = open_frameless_tree()
+        try:
             return run_llm(self, content, model=model, timeout_s=timeout_s)
+        finally:
+            close_frameless_tree(tree)
 
     def close(self) -> None:
         providers = [self._provider, *self._others.values()] if self._provider is not None else list(self._others.values())

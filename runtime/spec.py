@@ -162,7 +162,7 @@ def _is_json(value: Any) -> bool:
 
 # --- validation -------------------------------------------------------------------------------
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
     """A finite number a float can hold: Python's JSON reader takes NaN and Infinity, which JSON has not,
     and an integer of 400 digits would fail its conversion to float."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -176,7 +176,7 @@ def _is_number(value: Any) -> bool:
 _TYPE_CHECKS = {
     "string": lambda v: isinstance(v, str),
     "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: _is_number(v),
+    "number": is_number,
     "boolean": lambda v: isinstance(v, bool),
     "array": lambda v: isinstance(v, (list, tuple)),
     "object": lambda v: isinstance(v, dict),
@@ -248,8 +248,15 @@ def _num(value: float) -> str:
 def _describe(value: Any) -> str:
     if value is None:
         return "null"
+    return f"{type(value).__name__} {short_repr(value)}"
+
+
+def short_repr(value: Any, limit: int = 40) -> str:
+    """`repr(value)` cut to `limit` characters; an int too long for repr (past 4,300 digits) by its size."""
+    if isinstance(value, int) and value.bit_length() > 14_000:
+        return f"<about {int(value.bit_length() * 0.30103):,} digits>"
     text = repr(value)
-    return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def argument_errors(parameters: dict, arguments: Any) -> dict[str, list[str]]:

@@ -88,6 +88,7 @@ def test_every_tool_registration_parameter_is_stored():
     ({"timeout": -1}, "timeout must be a positive number"),
     ({"timeout": float("inf")}, "timeout must be a positive number"),  # a wait with no end overflows
     ({"cache_ttl": float("nan")}, "cache_ttl must be a positive number"),  # would never expire
+    ({"timeout": 10**400}, "timeout must be a positive number of seconds, got 1000"),  # no float holds it
     ({"name": "工具"}, "name must be 1 to 64 ASCII letters"),
     ({"name": "n" * 65}, "name must be 1 to 64 ASCII letters"),
     ({"toolset": [1]}, "toolset must be a tuple of names"),

@@ -8,7 +8,7 @@ from runtime.errors import ExecLimitExceeded, OpenProgramError
 from runtime.exec_loop import ExecTimeout
 from runtime import model_call
 from runtime.model_call import ModelCall
-from runtime.messages import ModelReply
+from runtime.messages import ModelReply, ToolCall
 from runtime.providers import Provider, ScriptedProvider, SimProvider
 from runtime.runtime import Runtime, create_runtime, llm
 
@@ -348,12 +348,49 @@ def test_tool_call_ids_repeated_within_and_across_turns_are_made_unique():
     assert [results[i] for i in ids] == ["pong 1", "pong 2", "pong 3"]
 
 
+def test_a_tool_call_id_that_is_not_text_gets_one_and_extra_usage_counts_are_kept():
+    # A provider of one's own may hand any id on; and cached or reasoning token counts are the
+    # recorder's to keep, beside the two the budget counts.
+    @function
+    def ping(n: int) -> str:
+        """Ping."""
+        return f"pong {n}"
+
+    class OddIds(Provider):
+        name = "odd"
+
+        def __init__(self):
+            super().__init__("odd")
+            self.requests = []
+
+        def complete(self, request, check=None):
+            self.requests.append(request)
+            if len(self.requests) == 1:
+                return ModelReply(tool_calls=[ToolCall(["not", "text"], "ping", {"n": 1})],
+                                  usage={"input_tokens": 5, "output_tokens": 2, "cached_tokens": 4})
+            return ModelReply(text="done")
+
+    class Usage(Recorder):
+        seen = []
+
+        def llm_finished(self, handle, status, reply=None, usage=None, error=None):
+            self.seen.append(usage)
+
+    provider = OddIds()
+    with use_recorder(Usage()):
+        assert Runtime(provider=provider).exec("go", tools=[ping]) == "done"
+    call = provider.requests[1].messages[1]["tool_calls"][0]
+    assert call["id"] == "call_t1_0" and provider.requests[1].messages[2]["tool_call_id"] == "call_t1_0"
+    assert Usage.seen[0] == {"input_tokens": 5, "output_tokens": 2, "cached_tokens": 4}
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"max_iterations": 0}, "max_iterations must be a positive integer, got 0"),
     ({"max_iterations": True}, "max_iterations must be a positive integer, got True"),
     ({"timeout_s": float("nan")}, "timeout_s must be a positive number of seconds, got nan"),
     ({"timeout_s": float("inf")}, "timeout_s must be a positive number of seconds, got inf"),
     ({"timeout_s": True}, "timeout_s must be a positive number of seconds, got True"),
+    ({"timeout_s": 10**5000}, "timeout_s must be a positive number of seconds, got <about 5,000 digits>"),
 ])
 def test_exec_refuses_limits_it_cannot_keep_naming_them(kwargs, message):
     # NaN compares false with everything: taken as a timeout, it never ran out.

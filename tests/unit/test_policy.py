@@ -62,6 +62,11 @@ def test_named_toolsets_come_from_each_tools_toolset(tools):
         offered(toolset=3)
 
 
+def test_an_empty_toolset_beside_ones_with_tools_is_left_alone(tools):
+    # An optional plugin's toolset may have no tool installed: the others are still offered.
+    assert offered(toolset=["files", "plugins"]) == ["read_file", "write_file"]
+
+
 def test_one_tool_given_alone_is_offered_as_one(tools):
     _, _, search = tools
     assert offered(tools="write_file") == ["write_file"]  # not the letters of its name
