@@ -129,16 +129,14 @@ class InProcessExecutor(Executor):
             never_started = self._take_queued()
             for _ in self._threads:
                 self._queue.put(_STOP)  # ahead of nothing: no thread starts another run
-        for session_id in never_started:
-            write_path.finish_session(session_id, Session.Status.INTERRUPTED, error=lifecycle.QUEUED_IN_DEAD_SERVER)
+        _end_interrupted(never_started, lifecycle.QUEUED_IN_DEAD_SERVER)
         if not any(thread.is_alive() for thread in self._threads):
             return
         stop.stop_local_runs(stop.SHUTDOWN)
         deadline = time.monotonic() + self.exit_grace_s
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
-        for session_id in stop.local_runs():  # dies with the process: nothing else would end it
-            write_path.finish_session(session_id, Session.Status.INTERRUPTED, error=EXITED_DURING_RUN)
+        _end_interrupted(stop.local_runs(), EXITED_DURING_RUN)  # they die with the process
 
     def _take_queued(self) -> list:
         taken = []
@@ -149,6 +147,16 @@ class InProcessExecutor(Executor):
                 return taken
             if item is not _STOP:
                 taken.append(item)
+
+
+def _end_interrupted(session_ids, error: str) -> None:
+    """End each session `interrupted` at exit; one that cannot be ended (the database gone) is logged and
+    left to the next start's recovery, and the others are still ended."""
+    for session_id in session_ids:
+        try:
+            write_path.finish_session(session_id, Session.Status.INTERRUPTED, error=error)
+        except Exception:
+            log.exception("session %s could not be ended at exit; the next start ends it", session_id)
 
 
 def run_in_this_thread(session_id) -> None:

@@ -71,14 +71,20 @@ def run_session(session_id) -> None:
         # failure lost calls the session must not look whole without.
         status, error = _with_lost_calls(status, error, lost)
     try:
+        _finish(session_id, status, result, error, lease)
+    finally:
+        if leaving is not None:  # asked of the process, whether or not the session could be ended
+            raise leaving
+
+
+def _finish(session_id, status: str, result, error: str, lease: str) -> None:
+    try:
         # Fenced too: a run that was written off (reaped, force-finished) changes nothing here.
         write_path.finish_session(session_id, status, result=result, error=error, lease=lease)
     except Exception as exc:  # the database refused the result: the session still ends, saying why
         log.exception("session %s: its end (%s) could not be stored", session_id, status)
         write_path.finish_session(session_id, Session.Status.ERROR, lease=lease,
                                   error=f"the run ended {status}, but its end could not be stored: {error_text(exc)}")
-    if leaving is not None:
-        raise leaving
 
 
 def _with_lost_calls(status: str, error: str, lost: BaseException) -> tuple[str, str]:

@@ -174,3 +174,24 @@ def test_at_exit_a_run_that_does_not_stop_in_its_grace_is_ended_for_it(user, tes
         RELEASE_DEAF_RUNS.clear()
     deaf.refresh_from_db()
     assert deaf.status == "interrupted"  # its late "completed" is refused
+
+
+@pytest.mark.django_db(transaction=True)
+def test_at_exit_a_session_that_cannot_be_ended_does_not_keep_the_others_from_ending(user, monkeypatch):
+    from django.db import OperationalError
+
+    from dag.runs import executors
+    first, second = (Session.objects.create(owner=user, function="echo", args={"text": "t"}) for _ in range(2))
+    finish = executors.write_path.finish_session
+
+    def locked_for_the_first(session_id, *args, **kwargs):
+        if str(session_id) == str(first.pk):
+            raise OperationalError("database is locked")
+        return finish(session_id, *args, **kwargs)
+    monkeypatch.setattr(executors.write_path, "finish_session", locked_for_the_first)
+    executor = InProcessExecutor(workers=1)
+    for session in (first, second):  # queued, no thread free to take them
+        executor._queue.put(session.pk)
+    executor._stop_runs_at_exit()
+    assert Session.objects.get(pk=first.pk).status == "queued"  # left to the next start's recovery
+    assert Session.objects.get(pk=second.pk).status == "interrupted"
