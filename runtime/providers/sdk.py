@@ -127,6 +127,8 @@ class SDKProvider(Provider):
                                            f"be a non-empty string, got {_shape(name)}", status=200)
         if call_id is None or call_id == "":
             return f"call_{index}", name
+        if isinstance(call_id, int) and not isinstance(call_id, bool):  # some local servers number them
+            return str(call_id), name
         if not isinstance(call_id, str):
             raise ProviderError(self.name, f"tool call {index} ({name!r}) of the reply has an id that is not "
                                            f"a string but {_shape(call_id)}", status=200)

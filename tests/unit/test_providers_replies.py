@@ -6,6 +6,7 @@ import json
 import pytest
 
 from runtime import Budget, Recorder, agentic_function, function, use_recorder
+from runtime.messages import ModelRequest
 from runtime.retry import ProviderError
 from runtime.runtime import Runtime
 
@@ -79,6 +80,17 @@ def test_a_tool_call_id_that_is_not_a_string_is_refused_by_the_provider(wire):
         provider, _ = make(wire, server)
         with pytest.raises(ProviderError, match=r"tool call 0 \('lookup'\) of the reply has an id that is not a string"):
             ask(provider)
+
+
+def test_a_numbered_tool_call_id_is_taken_as_its_text(wire):
+    # Some local servers number their calls; the number pairs the result with its call as well as text.
+    _, w = PROVIDERS[wire]
+    response = w.tool_calls(("c1", "lookup", {"city": "Oslo"}))
+    first_call(wire, response)["id"] = 7
+    with FakeServer([response]) as server:
+        reply = make(wire, server)[0].complete(ModelRequest(
+            system="", messages=[{"role": "user", "content": [{"type": "text", "text": "hi"}]}]))
+    assert [(call.id, call.name) for call in reply.tool_calls] == [("7", "lookup")]
 
 
 def _openai_refusal():
@@ -220,7 +232,6 @@ def test_openai_requests_carry_max_completion_tokens_only_when_it_is_set(monkeyp
 
 def test_an_anthropic_reply_of_whitespace_beside_its_tool_use_goes_back_without_the_blank_text():
     # Anthropic answers 400 to a text block of only whitespace, and its own replies can hold one.
-    from runtime.messages import ModelRequest
     from runtime.providers.anthropic_provider import to_anthropic_messages
     request = ModelRequest(system="", messages=[
         {"role": "user", "content": [{"type": "text", "text": "go"}]},
