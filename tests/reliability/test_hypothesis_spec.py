@@ -163,7 +163,8 @@ def test_every_value_the_schema_refuses_is_refused_naming_the_parameter():
 @given(low=INTS, width=st.integers(min_value=0, max_value=1000), outside=st.integers(min_value=1, max_value=10**6))
 def test_a_range_is_honoured_at_its_edges(low, width, outside):
     high = low + width
-    tool = function(register_globally=False, input={"n": {"minimum": low, "maximum": high}})(lambda n: n)
+    tool = function(register_globally=False, name="ranged",
+                    input={"n": {"minimum": low, "maximum": high}})(lambda n: n)
     tried["inputs"] += 4
     assert tool.execute(n=low) == low and tool.execute(n=high) == high
     for value in (low - outside, high + outside):
@@ -174,7 +175,7 @@ def test_a_range_is_honoured_at_its_edges(low, width, outside):
 @BOUNDED
 @given(limit=st.integers(min_value=1, max_value=50), text=st.text(max_size=80))
 def test_max_length_is_honoured(limit, text):
-    tool = function(register_globally=False, input={"s": {"max_length": limit}})(lambda s: s)
+    tool = function(register_globally=False, name="bounded", input={"s": {"max_length": limit}})(lambda s: s)
     tried["inputs"] += 1
     if len(text) <= limit:
         assert tool.execute(s=text) == text
