@@ -33,6 +33,7 @@ _OFF = object()  # the tally of a tree whose default bound is turned off
 # The frameless model loop the current call runs under (see `open_frameless_tree`), or None.
 _frameless_tree: ContextVar[Optional["_FramelessTree"]] = ContextVar("openprogram_frameless_tree", default=None)
 
+
 def default_llm_calls() -> int:
     """The default model-call limit per tree from OPENPROGRAM_MAX_LLM_CALLS (0: no default bound)."""
     raw = os.environ.get(ENV_VAR, "").strip()
