@@ -1,14 +1,18 @@
 """Retrying a model call: exponential backoff on transient failures, bounded in count and in time.
 
 Transient means HTTP 429, 5xx, a timeout or a dropped connection; a 4xx other than 429 is the
-caller's mistake and is never retried. The backoff sleep is interruptible, so a stop pressed while a
-call waits to be retried ends it at once.
+caller's mistake and is never retried. A server's Retry-After is honoured: the wait before the retry is
+at least what it asked (and a wait past the policy's time left ends the retries). The backoff sleep is
+interruptible, so a stop pressed while a call waits to be retried ends it at once.
 """
 from __future__ import annotations
 
+import email.utils
+import math
 import os
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Callable, Optional
 
 from . import interrupt
@@ -18,7 +22,7 @@ class ProviderError(RuntimeError):
     """A model call failed for good. Names the provider, the HTTP status (if any) and the message."""
 
     def __init__(self, provider: str, message: str, *, status: Optional[int] = None,
-                 attempts: int = 1, retryable: bool = False):
+                 attempts: int = 1, retryable: bool = False, retry_after_s: Optional[float] = None):
         where = f"HTTP {status}" if status is not None else "no response"
         tries = f" (after {attempts} attempts)" if attempts > 1 else ""
         super().__init__(f"{provider} model call failed{tries}: {where}: {message}")
@@ -27,6 +31,8 @@ class ProviderError(RuntimeError):
         self.detail = message
         self.attempts = attempts
         self.retryable = retryable
+        # How long the server asked to be left alone (a 429's or 503's Retry-After), if it said.
+        self.retry_after_s = retry_after_s
 
 
 def env_number(name: str, default, kind: type = float):
@@ -41,6 +47,25 @@ def env_number(name: str, default, kind: type = float):
     if value < 0:
         raise ValueError(f"environment variable {name}={raw!r} must not be negative")
     return value
+
+
+def retry_after_seconds(value: Optional[str]) -> Optional[float]:
+    """A Retry-After header's wait in seconds (a number of seconds, or an HTTP date); None if absent or
+    unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            return None
+        seconds = (when - datetime.now(timezone.utc)).total_seconds()
+    return max(seconds, 0.0) if math.isfinite(seconds) else None
 
 
 def is_retryable_status(status: Optional[int]) -> bool:
@@ -81,7 +106,8 @@ def call_with_retries(attempt: Callable[[], object], policy: RetryPolicy,
         try:
             return attempt()
         except ProviderError as exc:
-            delay = policy.delay(retries)
+            # Sooner than the server asked would only be refused again.
+            delay = max(policy.delay(retries), exc.retry_after_s or 0.0)
             out_of_time = time.monotonic() - started + delay > policy.max_total_s
             if not exc.retryable or retries >= policy.max_retries or out_of_time:
                 if retries:

@@ -20,7 +20,8 @@ from typing import Any, Callable, Optional
 
 from .. import interrupt
 from ..messages import ModelReply, ModelRequest
-from ..retry import ProviderError, RetryPolicy, call_with_retries, env_number, is_retryable_status
+from ..retry import (ProviderError, RetryPolicy, call_with_retries, env_number, is_retryable_status,
+                     retry_after_seconds)
 from .base import Provider
 
 DEFAULT_TIMEOUT_S = 30.0  # per attempt, the whole response; the retries together stop at RetryPolicy.max_total_s
@@ -174,8 +175,10 @@ class SDKProvider(Provider):
             return self.send(client, request, model)
         except status_error as exc:
             status = getattr(exc, "status_code", None)
+            headers = getattr(getattr(exc, "response", None), "headers", None) or {}
             raise ProviderError(self.name, _error_message(exc), status=status,
-                                retryable=is_retryable_status(status)) from exc
+                                retryable=is_retryable_status(status),
+                                retry_after_s=retry_after_seconds(headers.get("retry-after"))) from exc
         except timeout_error as exc:
             raise ProviderError(self.name, _timed_out(timeout_s), retryable=True) from exc
         except connection_error as exc:

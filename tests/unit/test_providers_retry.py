@@ -1,4 +1,6 @@
 """Retry policy: exponential backoff, bounded by count and by total time, never on 4xx, stoppable."""
+import json
+
 import pytest
 
 import runtime.retry as retry
@@ -112,3 +114,42 @@ def test_a_bad_number_in_the_environment_is_named(monkeypatch, name):
 def test_a_blank_number_in_the_environment_means_the_default(monkeypatch):
     monkeypatch.setenv("OPENPROGRAM_MODEL_RETRIES", " ")
     assert RetryPolicy.from_env().max_retries == 3
+
+
+@pytest.mark.parametrize("header, seconds", [("7", 7.0), ("2.5", 2.5), ("-3", 0.0), ("soon", None), ("", None),
+                                             ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0)])  # a date long gone
+def test_a_retry_after_header_reads_as_seconds(header, seconds):
+    assert retry.retry_after_seconds(header) == seconds
+
+
+def test_a_wait_the_server_asks_for_is_honoured_and_one_past_the_time_left_ends_the_retries(clock):
+    answers = iter([ProviderError("fake", "slow down", status=429, retryable=True, retry_after_s=6),
+                    ProviderError("fake", "slow down", status=429, retryable=True, retry_after_s=0.1),
+                    "ok"])
+
+    def attempt():
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+    assert call_with_retries(attempt, RetryPolicy(base_delay_s=1, max_total_s=60)) == "ok"
+    assert clock == [6, 2]  # the server's 6 s over the backoff's 1 s; then the backoff's 2 s over its 0.1
+    def too_long():
+        raise ProviderError("fake", "slow down", status=429, retryable=True, retry_after_s=120)
+    with pytest.raises(ProviderError, match="slow down"):
+        call_with_retries(too_long, RetryPolicy(max_total_s=60))
+    assert clock == [6, 2]  # no wait begun that would end past the 60 s
+
+
+def test_an_sdk_provider_reads_retry_after_from_the_429(monkeypatch):
+    from .fakes.protocols import OpenAIWire
+    from .fakes.server import FakeServer, Raw
+    from .test_providers_http import ask, make
+    slept = []
+    monkeypatch.setattr(retry.interrupt, "sleep", lambda seconds, check=None: slept.append(seconds))
+    status, body = OpenAIWire.error(429, "rate limited")
+    limited = (status, Raw(json.dumps(body).encode(), headers=(("retry-after", "3"),)))
+    with FakeServer([limited, OpenAIWire.answer("ok")]) as server:
+        provider, _ = make("openai", server, retry=RetryPolicy(max_retries=2, base_delay_s=0.001))
+        assert ask(provider).text == "ok"
+    assert slept == [3.0]

@@ -18,9 +18,10 @@ Response = Union[tuple, Callable[["FakeServer"], Any]]
 
 @dataclass(frozen=True)
 class Raw:
-    """A response body sent byte for byte, with its content type."""
+    """A response body sent byte for byte, with its content type (and any other headers)."""
     body: bytes
     content_type: str = "application/json"
+    headers: tuple = ()
 
 
 class FakeServer:
@@ -81,6 +82,8 @@ class FakeServer:
                     self.send_response(status)
                     self.send_header("content-type", raw.content_type)
                     self.send_header("content-length", str(len(data)))
+                    for name, value in raw.headers:
+                        self.send_header(name, value)
                     self.end_headers()
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
