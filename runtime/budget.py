@@ -22,6 +22,7 @@ it under an explicit root scope is noted on that scope, so its reports keep show
 """
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -29,6 +30,8 @@ from typing import Any, NoReturn, Optional
 
 from .context import _current_budget, _current_frame, _current_recorder, open_agentic_levels
 from .errors import BudgetExceeded
+
+logger = logging.getLogger("runtime")
 
 # Read through this name so tests can drive deadlines with a fake clock instead of sleeping.
 _clock = time.monotonic
@@ -119,19 +122,26 @@ class Budget:
             raise
         return scope
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, exc_type, exc, tb) -> None:
         scope = _current_budget.get()
         if scope is None or scope.budget is not self or scope._token is None:
             raise RuntimeError("Budget block exited in a different context than it was entered in")
         token, scope._token = scope._token, None
         _current_budget.reset(token)
-        scope.close()
+        try:
+            scope.close()
+        except Exception:
+            if exc is None:
+                raise
+            # The block's own error says what went wrong (often the budget's breach itself); a report of
+            # the budget that failed after it must not take its place.
+            logger.warning("reporting the budget of a block that failed failed too", exc_info=True)
 
     async def __aenter__(self) -> "BudgetScope":
         return self.__enter__()
 
-    async def __aexit__(self, *exc_info) -> None:
-        self.__exit__(*exc_info)
+    async def __aexit__(self, exc_type, exc, tb) -> None:
+        self.__exit__(exc_type, exc, tb)
 
     def __repr__(self) -> str:
         given = ", ".join(f"{k}={v!r}" for k, v in self.limits.items() if v is not None)

@@ -605,3 +605,24 @@ def test_an_async_budget_block_that_fails_to_open_leaves_no_scope_behind():
 
     with use_recorder(RecorderThatFailsAtBudgets()):
         asyncio.run(open_then_call())
+
+
+def test_a_failing_budget_report_does_not_take_the_place_of_the_blocks_own_error(caplog):
+    class FailsWhenTold(Recorder):
+        failing = False
+
+        def budget_updated(self, limits, spend):
+            if self.failing:
+                raise ConnectionError("database went away")
+
+    recorder = FailsWhenTold()
+    with use_recorder(recorder):
+        with pytest.raises(ValueError, match="the block's own"):
+            with Budget(max_llm_calls=1):
+                recorder.failing = True  # the closing report fails
+                raise ValueError("the block's own")
+        recorder.failing = False
+        with pytest.raises(ConnectionError):  # a block that did not fail still hears of the report's failure
+            with Budget(max_llm_calls=1):
+                recorder.failing = True
+    assert "reporting the budget of a block that failed failed too" in caplog.text
