@@ -154,15 +154,43 @@ def test_the_default_budget_stops_a_breadth_first_runaway_at_the_configured_call
     assert limits["max_llm_calls"] == 40 and spend["llm_calls"] == 40
 
 
-@pytest.mark.parametrize("fan_out", [3, 4])
+class CallsWhatIsOffered(Provider):
+    """A runaway that fans out: offered `worker`, it calls it `fan_out` times at once; offered `step`
+    only (inside a worker), it calls step, for ever. Nothing nests deeper than one agentic call, so
+    only the model-call bound can stop it."""
+
+    name = "fanning"
+
+    def __init__(self, fan_out: int):
+        super().__init__("fanning")
+        self.fan_out = fan_out
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def complete(self, request, check=None):
+        with self._lock:
+            self.calls += 1
+            index = self.calls
+        if any(spec["name"] == "worker" for spec in request.tools):
+            return ModelReply(tool_calls=[ToolCall(f"c{index}_{i}", "worker", {"task": "work"})
+                                          for i in range(self.fan_out)])
+        return ModelReply(tool_calls=[ToolCall(f"c{index}", "step", {"task": ""})])
+
+
+@agentic_function(name="worker", register_globally=False)
+def worker(task: str, runtime=None) -> str:
+    """Work through steps."""
+    return runtime.exec(task, tools=[step], max_iterations=100)
+
+
+@pytest.mark.parametrize("fan_out", [1, 4])
 def test_a_top_level_exec_and_the_trees_its_tools_start_share_one_default_budget(monkeypatch, fan_out):
     # Outside any agentic function, each tool call starts a tree: had each its own limit, the bound
     # would grow with the fan-out (121 calls for a limit of 30 and four calls a reply).
     monkeypatch.setenv("OPENPROGRAM_MAX_LLM_CALLS", "30")
-    loop = self_caller()
-    model = AlwaysCalls(*["loop"] * fan_out)
+    model = CallsWhatIsOffered(fan_out)
     with pytest.raises(BudgetExceeded, match="OPENPROGRAM_MAX_LLM_CALLS=30"):
-        Runtime(provider=model).exec("go", tools=[loop])
+        Runtime(provider=model).exec("go", tools=[worker])
     assert model.calls == 30
 
 
