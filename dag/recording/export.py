@@ -249,7 +249,8 @@ def _usage(value: Any, at: str, field: Field) -> Optional[dict]:
     if not isinstance(value, dict):
         raise SessionImportError(f'{at} must be null or an object like {{"input_tokens": N, "output_tokens": N}}, '
                                  f"got {type(value).__name__}")
-    for key, count in value.items():
+    # The two counts the totals add up; anything else a provider reported is kept as the JSON it is.
+    for key, count in ((key, value[key]) for key in ("input_tokens", "output_tokens") if key in value):
         if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= _MAX_TOKENS:
             raise SessionImportError(f"{at}[{key!r}] must be a whole number from 0 to {_MAX_TOKENS}, "
                                      f"got {_shown(count)}")

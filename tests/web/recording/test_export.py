@@ -86,8 +86,12 @@ def test_import_accepts_values_at_the_edges_of_what_is_stored(recorded_session):
     document = json.loads(json.dumps(export_session(recorded_session)))
     document["session"].update(rev=2**63 - 1, started_at="0001-01-01T00:00:00-01:00")
     document["nodes"][0].update(depth=2**31 - 1, output=_nested(32))
+    # A provider's own counts beside the two the totals add up (the recorder keeps them) round-trip.
+    usage = {"input_tokens": 5, "output_tokens": 2, "prompt_tokens_details": {"cached_tokens": 4}}
+    document["nodes"][1].update(usage=usage)
     copy = import_session(document, new_session().owner)
     assert copy.rev == 2**63 - 1 and copy.nodes.get(seq=0).output == _nested(32)
+    assert copy.nodes.get(seq=1).usage == usage
 
 
 def test_export_session_command_prints_or_writes_the_document(recorded_session, tmp_path):
