@@ -53,6 +53,7 @@ class Executor:
 
 _STOP = object()  # tells a worker thread to end
 EXITED_DURING_RUN = "the process running this session exited before the run had stopped"
+SUBMITTED_AFTER_SHUTDOWN = "the server was shutting down when this session was launched; run it again"
 
 
 class InProcessExecutor(Executor):
@@ -88,16 +89,25 @@ class InProcessExecutor(Executor):
 
     def _enqueue(self, session_id) -> None:
         with self._lock:
-            if self._closed:
-                raise RuntimeError("this executor was shut down; get the current one with get_executor()")
-            self._queue.put(session_id)
-            if self._idle.acquire(blocking=False):
-                return  # a waiting thread takes it
-            if len(self._threads) < self.workers:
-                thread = threading.Thread(target=self._work, name=f"openprogram-run-{len(self._threads)}",
-                                          daemon=True)
-                self._threads.append(thread)
-                thread.start()
+            closed = self._closed
+            if not closed:
+                self._start(session_id)
+        if closed:
+            # Launched as the process exits (or on a pool its settings replaced): no thread will take it,
+            # and left queued it would count against its owner's active runs until the next start.
+            log.warning("session %s was submitted to an in-process pool that was shut down", session_id)
+            _end_interrupted([session_id], SUBMITTED_AFTER_SHUTDOWN)
+
+    def _start(self, session_id) -> None:
+        """Queue the session for a thread (under the lock), starting one if none is free."""
+        self._queue.put(session_id)
+        if self._idle.acquire(blocking=False):
+            return  # a waiting thread takes it
+        if len(self._threads) < self.workers:
+            thread = threading.Thread(target=self._work, name=f"openprogram-run-{len(self._threads)}",
+                                      daemon=True)
+            self._threads.append(thread)
+            thread.start()
 
     def _work(self) -> None:
         while True:

@@ -195,3 +195,16 @@ def test_at_exit_a_session_that_cannot_be_ended_does_not_keep_the_others_from_en
     executor._stop_runs_at_exit()
     assert Session.objects.get(pk=first.pk).status == "queued"  # left to the next start's recovery
     assert Session.objects.get(pk=second.pk).status == "interrupted"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_session_submitted_to_a_pool_that_was_shut_down_ends_interrupted_not_queued(user, test_functions):
+    # Left queued, no thread would ever take it, and it would count against its owner's active runs.
+    from dag.runs.executors import SUBMITTED_AFTER_SHUTDOWN
+    executor = InProcessExecutor(workers=1)
+    executor._stop_runs_at_exit()  # the process is exiting
+    late = Session.objects.create(owner=user, function="echo", args={"text": "late"})
+    executor.submit(late.pk)  # a launch committing just then
+    late.refresh_from_db()
+    assert (late.status, late.error) == ("interrupted", SUBMITTED_AFTER_SHUTDOWN)
+    assert not Node.objects.filter(session=late).exists()
