@@ -124,10 +124,13 @@ def _candidates(tools: Any, toolset: Any) -> list:
     if names is None or not all(isinstance(name, str) for name in names):
         raise TypeError(f"toolset= takes a toolset name or a list of them, got {toolset!r}")
     seen: dict = {}
+    empty = []
     for name in names:
-        for tool in registry.toolset(name):
+        members = registry.toolset(name)
+        if not members and name not in ("full", "none"):
+            empty.append(name)
+        for tool in members:
             seen.setdefault(tool.tool_name, tool)
-    empty = [name for name in names if name not in ("full", "none") and not registry.toolset(name)]
     if not seen and empty:
         # A misspelt toolset would otherwise offer the model no tool at all, silently. (Beside toolsets
         # that have tools, an empty one, e.g. an optional plugin's, is left alone.)

@@ -251,10 +251,15 @@ def _describe(value: Any) -> str:
     return f"{type(value).__name__} {short_repr(value)}"
 
 
+def about_digits(value: int) -> int:
+    """About how many decimal digits `value` has, without the conversion to text (refused past 4,300)."""
+    return math.floor(value.bit_length() * math.log10(2))
+
+
 def short_repr(value: Any, limit: int = 40) -> str:
     """`repr(value)` cut to `limit` characters; an int too long for repr (past 4,300 digits) by its size."""
     if isinstance(value, int) and value.bit_length() > 14_000:
-        return f"<about {int(value.bit_length() * 0.30103):,} digits>"
+        return f"<about {about_digits(value):,} digits>"
     text = repr(value)
     return text if len(text) <= limit else text[:limit - 3] + "..."
 

@@ -17,6 +17,7 @@ from django.db.backends.base.operations import BaseDatabaseOperations
 from django.db.models import Field
 
 from runtime.options import EXPOSE_VALUES, check_render_range
+from runtime.spec import about_digits
 
 from ..models import Node, Session
 from ..runs.launch_budget import BudgetProblem, clean_budget
@@ -260,7 +261,7 @@ def _usage(value: Any, at: str, field: Field) -> Optional[dict]:
 def _shown(value: Any) -> str:
     """`value` for a message: a huge number by its size, not its thousands of digits."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**30:
-        return f"a number of about {int(value.bit_length() * math.log10(2)) + 1} digits"  # str() may refuse it
+        return f"a number of about {about_digits(value) + 1} digits"  # str() may refuse it
     text = repr(value)
     return text if len(text) <= 80 else f"{text[:80]}…"
 

@@ -13,6 +13,8 @@ import math
 import sys
 from typing import Any
 
+from runtime.spec import about_digits
+
 # Past this nesting depth a value is summarised, which also stops self-referencing structures.
 MAX_DEPTH = 32
 REPR_LIMIT = 200
@@ -90,8 +92,7 @@ def _convert(value: Any, depth: int) -> Any:
 
 
 def _big_int(value: int) -> str:
-    digits = math.floor(value.bit_length() * math.log10(2))
-    return f"<int of about {digits:,} digits>"
+    return f"<int of about {about_digits(value):,} digits>"
 
 
 def _key(key: Any) -> str:
