@@ -141,16 +141,19 @@ class Command(BaseCommand):
         except BudgetProblem as exc:
             raise CommandError(f"invalid --budget: {exc}", returncode=EXIT_BAD_INVOCATION) from None
         user = self._user(options["user"])
-        try:
-            session = launch(user, entry.name, form.args, budget)
-        except LaunchRejected as exc:  # the catalog changed since the form was checked
-            raise CommandError(f"cannot launch {entry.name}: {exc}", returncode=EXIT_BAD_INVOCATION) from None
-        console = Console(file=getattr(self.stdout, "_out", self.stdout), highlight=False)
-        console.print(f"Session {session.pk} (as {user.get_username()}); page: /sessions/{session.pk}/",
-                      soft_wrap=True)
-        if budget:
-            console.print(f"Budget: {describe(budget)}", soft_wrap=True)
-        session, nodes = self._watch(session, console)
+        # Counted from before the launch: a Ctrl-C once the run has started, even before the first
+        # redraw, is a stop request, never a KeyboardInterrupt that leaves the run going.
+        with _ctrl_c_counted() as presses:
+            try:
+                session = launch(user, entry.name, form.args, budget)
+            except LaunchRejected as exc:  # the catalog changed since the form was checked
+                raise CommandError(f"cannot launch {entry.name}: {exc}", returncode=EXIT_BAD_INVOCATION) from None
+            console = Console(file=getattr(self.stdout, "_out", self.stdout), highlight=False)
+            console.print(f"Session {session.pk} (as {user.get_username()}); page: /sessions/{session.pk}/",
+                          soft_wrap=True)
+            if budget:
+                console.print(f"Budget: {describe(budget)}", soft_wrap=True)
+            session, nodes = self._watch(session, console, presses)
         console.print(build_tree(session.as_dict(), nodes))  # the whole tree, once it is final
         self._report(session, console)
 
@@ -166,8 +169,9 @@ class Command(BaseCommand):
                                returncode=EXIT_BAD_INVOCATION)
         return user
 
-    def _watch(self, session: Session, console: Console) -> tuple[Session, dict[int, dict]]:
-        """Redraw the tree until the session ends; the first Ctrl-C requests a stop and keeps watching.
+    def _watch(self, session: Session, console: Console, presses: list) -> tuple[Session, dict[int, dict]]:
+        """Redraw the tree until the session ends; the first Ctrl-C (one of `presses`, counted by
+        `_ctrl_c_counted`) requests a stop and keeps watching.
 
         While running, the latest calls that fit the terminal are drawn; the display is transient, and
         the caller prints the whole final tree.
@@ -176,8 +180,8 @@ class Command(BaseCommand):
         seen_rev = 0
         stopping = False
         latest = max(console.size.height - 4, 5)
-        with _ctrl_c_counted() as presses, Live(build_tree(session.as_dict(), nodes, latest), console=console,
-                                                refresh_per_second=10, transient=True) as live:
+        with Live(build_tree(session.as_dict(), nodes, latest), console=console, refresh_per_second=10,
+                  transient=True) as live:
             while True:
                 if presses and not stopping:
                     stopping = True

@@ -194,6 +194,28 @@ def test_ctrl_c_stops_the_run_and_exits_130(local_user):
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_ctrl_c_just_after_the_launch_is_a_stop_request_not_a_keyboard_interrupt(local_user, monkeypatch):
+    # The run has started but the tree is not drawn yet: that Ctrl-C must stop the run, not leave it going.
+    from dag.management.commands import run_function as command
+    from dag.runs.launch import launch
+
+    def launch_then_ctrl_c(*args, **kwargs):
+        session = launch(*args, **kwargs)
+        signal.raise_signal(signal.SIGINT)
+        return session
+
+    monkeypatch.setattr(command, "launch", launch_then_ctrl_c)
+    try:
+        code, out, err = exit_of("slow_count", "n=200", "delay_s=0.05")
+    except KeyboardInterrupt:
+        pytest.fail("the Ctrl-C raised KeyboardInterrupt instead of requesting a stop")
+    session = Session.objects.get()
+    assert code == 130 and session.status == "cancelled" and session.cancel_requested
+    assert err.strip() == f"cancelled: session {session.pk} was stopped; its calls so far are kept"
+    assert "Stopping…" in out
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_second_ctrl_c_leaves_at_once_and_the_run_in_this_process_ends_interrupted(local_user):
     # The run (here one that no stop reaches) lives in the command's own process: leaving must end its
     # session, or it would read running until a reaper noticed.
