@@ -37,14 +37,39 @@ _NODE_FIELDS = ("kind", "name", "status", "depth", "name_depth", "expose", "rend
 _INTEGER_RANGES = BaseDatabaseOperations.integer_field_ranges
 # The totals add usage up cast to a plain integer column (dag.recording.totals).
 _MAX_TOKENS = _INTEGER_RANGES["IntegerField"][1]
+# Rounds of re-reading a session that runs on while it is exported; each reads only what changed, and a
+# round ends the export unless a batch committed during its two queries.
+_EXPORT_ROUNDS = 50
 _BAD_TEXT = "must be valid Unicode text without NUL characters (no unpaired surrogates)"
 
 
 def export_session(session: Session) -> dict:
-    """{"version", "session": session.as_dict(), "nodes": [node.as_dict(), ...] in seq order}."""
-    nodes = Node.objects.filter(session=session).order_by("seq")
+    """{"version", "session": session.as_dict(), "nodes": [node.as_dict(), ...] in seq order}, as at one
+    moment: of a running session, the session as stored then (re-read) and exactly its nodes then, so no
+    node is newer than the session's `rev` and none of the changes it counts is missing.
+
+    Every change of a node commits with a bump of its session's `rev`, so nodes read after the session,
+    none of them newer than it, are the nodes as they were when it was read. A node newer than it means
+    the run went on meanwhile: the session is read again and only the nodes changed since are read
+    again, until a round sees no change after its session (one round for an ended session). No lock is
+    held, so a long export never holds up the run it reads.
+    """
+    nodes: dict[int, dict] = {}
+    since: Optional[int] = None  # the first round reads every node
+    for _ in range(_EXPORT_ROUNDS):
+        session = Session.objects.get(pk=session.pk)
+        changed = Node.objects.filter(session=session)
+        if since is not None:
+            changed = changed.filter(rev__gt=since)
+        newest = 0
+        for node in changed.iterator(chunk_size=500):
+            nodes[node.pk] = node.as_dict()
+            newest = max(newest, node.rev)
+        if newest <= session.rev:
+            break
+        since = session.rev
     return {"version": EXPORT_VERSION, "session": session.as_dict(),
-            "nodes": [node.as_dict() for node in nodes.iterator(chunk_size=500)]}
+            "nodes": sorted(nodes.values(), key=lambda node: node["seq"])}
 
 
 def export_filename(session: Session) -> str:

@@ -207,3 +207,32 @@ def test_an_export_taken_mid_run_is_imported_interrupted(user):
     copy = import_session(document, user)
     assert copy.status == "interrupted" and "imported as interrupted" in copy.error
     assert list(copy.nodes.order_by("seq").values_list("status", flat=True)) == ["interrupted", "completed"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_export_of_a_session_that_runs_on_meanwhile_is_the_session_and_its_nodes_at_one_moment():
+    from django.db import connection
+
+    session = new_session(function="f")
+    write_path.set_session_status(session.id, "running")
+    root = write_path.create_node(session.id, kind="code", name="f", depth=1)
+    stale = Session.objects.get(pk=session.pk)
+    write_path.create_node(session.id, kind="code", name="g", depth=2, parent_id=root.pk)
+    writes_meanwhile = iter([lambda: write_path.finish_node(root, status="completed"),
+                             lambda: write_path.create_node(session.id, kind="code", name="h", depth=2,
+                                                            parent_id=root.pk)])
+
+    def the_run_goes_on_before_each_node_read(execute, sql, params, many, context):
+        if 'FROM "dag_node"' in sql:  # between the export's read of the session and of its nodes
+            write = next(writes_meanwhile, None)
+            if write is not None:
+                write()
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(the_run_goes_on_before_each_node_read):
+        document = export_session(stale)
+    newest = max(node["rev"] for node in document["nodes"])
+    assert newest <= document["session"]["rev"] and document["session"]["node_count"] == len(document["nodes"])
+    assert Session.objects.get(pk=session.pk).as_dict() == document["session"]  # nothing after the last round
+    assert [(node["name"], node["status"]) for node in document["nodes"]] == [
+        ("f", "completed"), ("g", "running"), ("h", "running")]
