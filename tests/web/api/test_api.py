@@ -242,8 +242,7 @@ def test_another_users_session_is_404(user, other_user, method, suffix):
 
 
 @pytest.mark.parametrize("method, path", [("get", "/api/functions/"), ("get", "/api/sessions/"),
-                                          ("post", "/api/sessions/"), ("get", "/api/schema/"),
-                                          ("get", "/api/docs/")])
+                                          ("post", "/api/sessions/"), ("get", "/api/schema/")])
 def test_anonymous_requests_are_refused(method, path):
     response = getattr(APIClient(), method)(path)
     assert response.status_code in (401, 403)
