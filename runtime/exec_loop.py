@@ -14,7 +14,7 @@ from typing import Optional
 from .context import _current_frame, _current_runtime, _current_tool_policy
 from .dispatch import Dispatcher
 from .errors import ExecLimitExceeded, OpenProgramError
-from .messages import ModelRequest, text_block, unique_call_ids
+from .messages import ModelRequest, text_block
 from .model_call import call_model, user_turn
 from .policy import OfferedTools, resolve_offered_tools
 from .situation import refusal_note
@@ -78,9 +78,8 @@ def _loop(runtime, content, *, tools, toolset, tools_allow, tools_deny, tool_cho
         request = ModelRequest(system=system, messages=list(messages), tools=specs,
                                tool_choice=tool_choice if specs else "none", model=model_name,
                                timeout_s=remaining)
-        reply = call_model(provider, request, frame)
+        reply = call_model(provider, request, frame, call_ids=call_ids, turn=turn)
         runtime.add_usage(reply.usage)
-        reply.tool_calls = unique_call_ids(reply.tool_calls, call_ids, turn)
         messages.append(reply.as_message())
         if not reply.tool_calls:
             return reply.text

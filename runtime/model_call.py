@@ -25,7 +25,7 @@ from .context import Frame, _current_budget, _current_recorder
 from .default_budget import admit_default_call
 from .dispatch import _tool_deadline, check_tool_deadline
 from .errors import status_of
-from .messages import ModelReply, ModelRequest, clean_usage, normalize_content, text_block
+from .messages import ModelReply, ModelRequest, clean_usage, normalize_content, text_block, unique_call_ids
 from .situation import situational_block
 
 
@@ -63,7 +63,14 @@ def user_turn(content, frame: Optional[Frame]) -> dict:
     return {"role": "user", "content": leading + blocks}
 
 
-def call_model(provider, request: ModelRequest, frame: Optional[Frame]) -> ModelReply:
+def call_model(provider, request: ModelRequest, frame: Optional[Frame], *, call_ids: Optional[set] = None,
+               turn: int = 1) -> ModelReply:
+    """One model call: hooks, stop and deadline checks, the default and enclosing budgets, the record.
+
+    `call_ids`: the tool-call ids of the model loop so far; the reply's calls get ids unique among them
+    (`unique_call_ids`, `turn` naming the made-up ones) before it is recorded, so the recorded reply
+    names each call as the tool results that answer it do.
+    """
     event = ModelCall(frame, request)
     if _hooks._hooks:
         _hooks.run_pre_invocation_hooks(event)
@@ -98,6 +105,8 @@ def call_model(provider, request: ModelRequest, frame: Optional[Frame]) -> Model
         # the call below cannot fail and leave its record open or its reservation held.
         reply.usage = usage = clean_usage(reply.usage)
         tokens = usage["input_tokens"] + usage["output_tokens"]
+        if call_ids is not None:
+            reply.tool_calls = unique_call_ids(reply.tool_calls, call_ids, turn)
     except BaseException as exc:
         if tally is not None:
             tally.release()

@@ -348,6 +348,38 @@ def test_tool_call_ids_repeated_within_and_across_turns_are_made_unique():
     assert [results[i] for i in ids] == ["pong 1", "pong 2", "pong 3"]
 
 
+def test_the_recorded_reply_names_each_tool_call_as_its_result_does():
+    # Made unique before the record is written: a trace whose call ids differ from its results' would
+    # pair a result with the wrong call.
+    @function
+    def ping(n: int) -> str:
+        """Ping."""
+        return f"pong {n}"
+
+    class Replies(Recorder):
+        def __init__(self):
+            self.replies = []
+
+        def llm_started(self, frame, request):
+            return "handle"
+
+        def llm_finished(self, handle, status, reply=None, usage=None, error=None):
+            self.replies.append(reply)
+
+    @agentic_function
+    def agent(runtime) -> str:
+        """Agent."""
+        return runtime.exec("go", tools=[ping])
+
+    same = lambda *ns: {"tool_calls": [{"id": "c1", "name": "ping", "arguments": {"n": n}} for n in ns]}
+    provider, recorder = ScriptedProvider([same(1, 2), same(3), "done"]), Replies()
+    with use_recorder(recorder):
+        agent(runtime=Runtime(provider=provider))
+    recorded = [call["id"] for reply in recorder.replies for call in reply["tool_calls"]]
+    answered = [m["tool_call_id"] for m in provider.requests[2]["messages"] if m["role"] == "tool"]
+    assert recorded == answered and len(set(recorded)) == 3
+
+
 def test_a_tool_call_id_that_is_not_text_gets_one_and_extra_usage_counts_are_kept():
     # A provider of one's own may hand any id on; and cached or reasoning token counts are the
     # recorder's to keep, beside the two the budget counts.
