@@ -18,7 +18,7 @@ from django.utils.module_loading import import_string
 from ..conf import conf
 from ..models import Session
 from ..recording import write_path
-from . import lifecycle, stop
+from . import leases, lifecycle, stop
 
 log = logging.getLogger(__name__)
 
@@ -59,12 +59,15 @@ SUBMITTED_AFTER_SHUTDOWN = "the server was shutting down when this session was l
 class InProcessExecutor(Executor):
     """The embedded default: runs in the server's own process on a bounded pool of threads.
 
-    At most `workers` sessions run at once; later ones wait, queued, for a thread. When the process
-    exits, the runs still going are stopped (they end `interrupted`) and given `exit_grace_s` seconds to
-    record that, so exit is not held up by a runaway run; a run that has not ended by then dies with
-    the process, and its session is ended `interrupted` for it. Sessions still waiting for a thread are
-    not started: they end `interrupted` too. The threads are daemon threads, so the interpreter does not
-    wait for them before running `atexit` hooks, where all this happens.
+    At most `workers` sessions run at once; later ones wait, queued, for a thread. A run stuck in code
+    that no stop reaches (a read with no timeout) is ended for it by the cancel deadline or the reaper;
+    its thread, still stuck, is then set aside and another takes its place, so written-off runs cannot
+    use the pool up (at most `workers` threads are set aside; past that, sessions wait for one to come
+    back). When the process exits, the runs still going are stopped (they end `interrupted`) and given
+    `exit_grace_s` seconds to record that, so exit is not held up by a runaway run; a run that has not
+    ended by then dies with the process, and its session is ended `interrupted` for it. Sessions still
+    waiting for a thread are not started: they end `interrupted` too. The threads are daemon threads,
+    so the interpreter does not wait for them before running `atexit` hooks, where all this happens.
     """
 
     def __init__(self, workers: int, *, exit_grace_s: float = 5.0):
@@ -73,11 +76,14 @@ class InProcessExecutor(Executor):
         self.workers = workers
         self.exit_grace_s = exit_grace_s
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._threads: list[threading.Thread] = []
+        self._threads: list[threading.Thread] = []  # the pool: at most `workers`
+        self._set_aside: set[threading.Thread] = set()  # stuck in a written-off run, out of the pool
+        self._running: dict[threading.Thread, str] = {}  # the session each busy thread took
         self._idle = threading.Semaphore(0)  # released by a thread that finished a run and waits again
         self._lock = threading.Lock()
         self._closed = False
         atexit.register(self._stop_runs_at_exit)
+        leases.process_leases.add_lost_listener(self._set_aside_thread_of)
 
     @classmethod
     def from_settings(cls, settings) -> "InProcessExecutor":
@@ -103,19 +109,54 @@ class InProcessExecutor(Executor):
         self._queue.put(session_id)
         if self._idle.acquire(blocking=False):
             return  # a waiting thread takes it
+        self._grow()
+
+    def _grow(self) -> None:  # called with the lock held
         if len(self._threads) < self.workers:
-            thread = threading.Thread(target=self._work, name=f"openprogram-run-{len(self._threads)}",
-                                      daemon=True)
+            thread = threading.Thread(target=self._work, daemon=True,
+                                      name=f"openprogram-run-{len(self._threads) + len(self._set_aside)}")
             self._threads.append(thread)
             thread.start()
 
     def _work(self) -> None:
+        me = threading.current_thread()
         while True:
             session_id = self._queue.get()
             if session_id is _STOP:
                 return
-            run_in_this_thread(session_id)
+            with self._lock:
+                self._running[me] = str(session_id)
+            try:
+                run_in_this_thread(session_id)
+            finally:
+                with self._lock:
+                    del self._running[me]
+                    replaced = me in self._set_aside
+                    self._set_aside.discard(me)
+            if replaced:
+                return  # another thread took this one's place while it was stuck
             self._idle.release()
+
+    def _set_aside_thread_of(self, session_id: str) -> None:
+        """The session was written off while its run goes on here (its lease lost: ended by the cancel
+        deadline or the reaper): if that run's thread is one of the pool's, take it out and start
+        another in its place. A run that is merely slow to notice its stop is set aside too; it ends
+        soon, and its thread with it."""
+        with self._lock:
+            thread = next((t for t, running in self._running.items() if running == session_id), None)
+            if thread is None or thread not in self._threads or self._closed:
+                return
+            if len(self._set_aside) >= self.workers:
+                log.error("session %s was written off but its run is still stuck in thread %s; %d threads are "
+                          "stuck already, so it keeps its place in the pool", session_id, thread.name,
+                          len(self._set_aside))
+                return
+            self._threads.remove(thread)
+            self._set_aside.add(thread)
+            log.error("session %s was written off but its run is still stuck in thread %s (in code that no "
+                      "stop reaches); a new thread takes its place in the pool", session_id, thread.name)
+            if not self._queue.empty():
+                self._grow()
 
     def shutdown(self, wait: bool = True) -> None:
         with self._lock:
@@ -124,6 +165,7 @@ class InProcessExecutor(Executor):
         for _ in threads:
             self._queue.put(_STOP)  # after the runs already queued: they still run
         atexit.unregister(self._stop_runs_at_exit)
+        leases.process_leases.remove_lost_listener(self._set_aside_thread_of)
         if wait:
             for thread in threads:
                 thread.join()
@@ -142,11 +184,13 @@ class InProcessExecutor(Executor):
         _end_interrupted(never_started, lifecycle.QUEUED_IN_DEAD_SERVER)
         if not any(thread.is_alive() for thread in self._threads):
             return
-        stop.stop_local_runs(stop.SHUTDOWN)
+        stop.shut_down_local_runs()
         deadline = time.monotonic() + self.exit_grace_s
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
-        _end_interrupted(stop.local_runs(), EXITED_DURING_RUN)  # they die with the process
+        with self._lock:  # a run taken off the queue but not yet watched is not among the local runs
+            taken = set(self._running.values())
+        _end_interrupted(sorted(taken.union(stop.local_runs())), EXITED_DURING_RUN)  # they die with the process
 
     def _take_queued(self) -> list:
         taken = []

@@ -17,9 +17,11 @@ import logging
 import os
 import socket
 import threading
+import time
+import weakref
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 from django.db import connection
 from django.utils import timezone
@@ -46,7 +48,7 @@ class Leases:
         self._held: set[str] = set()
         self._lock = threading.Lock()
         self._thread = DaemonThread("openprogram-heartbeat", self._run)
-        self._wake = threading.Event()
+        self._lost_listeners: list[weakref.WeakMethod] = []
 
     @property
     def worker(self) -> str:
@@ -81,11 +83,34 @@ class Leases:
         # Fewer than we run: find which (a run that ended since `held` was read is not lost, just done).
         still = {str(pk) for pk in Session.objects.filter(pk__in=held, worker=self.worker,
                                                            status=Session.Status.RUNNING).values_list("pk", flat=True)}
-        lost = (held - still) & self.sessions
+        with self._lock:
+            lost = (held - still) & self._held
+            self._held -= lost  # written off: neither renewed nor reported again, even if its run is stuck
         for session_id in lost:
             log.warning("session %s: worker %s lost its lease; stopping its run", session_id, self.worker)
             stop.signal_local(session_id, stop.LEASE_LOST)
+            self._tell_lost(session_id)
         return lost
+
+    def add_lost_listener(self, listener: Callable[[str], None]) -> None:
+        """Have `listener(session_id)` called (on the heartbeat's thread) for each session a beat finds
+        written off. `listener` is a bound method, held weakly: an executor that new settings replaced is
+        not kept alive by it."""
+        with self._lock:
+            self._lost_listeners.append(weakref.WeakMethod(listener))
+
+    def remove_lost_listener(self, listener: Callable[[str], None]) -> None:
+        with self._lock:  # the dead ones go too
+            self._lost_listeners = [ref for ref in self._lost_listeners if ref() not in (None, listener)]
+
+    def _tell_lost(self, session_id: str) -> None:
+        with self._lock:
+            listeners = [listener for listener in (ref() for ref in self._lost_listeners) if listener is not None]
+        for listener in listeners:
+            try:
+                listener(session_id)
+            except Exception:  # one listener's failure must not cost the others, or the heartbeat
+                log.exception("a listener for session %s's lost lease failed", session_id)
 
     def start(self) -> None:
         """Start the heartbeat thread (and the process's reaper) unless it runs already."""
@@ -94,7 +119,8 @@ class Leases:
         reaper.start()
 
     def _run(self) -> None:
-        while not self._wake.wait(conf.HEARTBEAT_S):
+        while True:
+            time.sleep(conf.HEARTBEAT_S)
             try:
                 self.beat()
                 if not self.sessions:

@@ -80,6 +80,9 @@ _current_signal: ContextVar[Optional[StopSignal]] = ContextVar("openprogram_stop
 _active: dict[str, StopSignal] = {}
 _active_lock = threading.Lock()
 _watched = 0  # runs inside watch() in this process
+# Set by `shut_down_local_runs` (the process is exiting): a run that registers afterwards, claimed just
+# before, is stopped at once too instead of running on through the shutdown.
+_shutting_down: Optional[str] = None
 
 
 def _stop_hook(event) -> None:
@@ -94,6 +97,8 @@ def watch(session_id) -> Iterator[StopSignal]:
     signal = StopSignal(session_id)
     global _watched
     with _active_lock:
+        if _shutting_down is not None:
+            signal.set(_shutting_down)
         _active[signal.session_id] = signal
         _watched += 1
         if _watched == 1:  # the hook is installed only while some run is watched: no cost otherwise
@@ -252,9 +257,19 @@ def local_runs() -> list[str]:
 
 
 def stop_local_runs(reason: str = SHUTDOWN) -> int:
-    """Signal every run in this process (e.g. on shutdown); returns how many."""
+    """Signal every run in this process; returns how many."""
     with _active_lock:
         signals = list(_active.values())
     for signal in signals:
         signal.set(reason)
     return len(signals)
+
+
+def shut_down_local_runs() -> int:
+    """The process is exiting: signal every run in it, and every run that registers from now on (one
+    claimed a moment ago, not yet watched, would otherwise run on through the shutdown); how many were
+    running. For the process's own exit paths only: nothing undoes it."""
+    global _shutting_down
+    with _active_lock:
+        _shutting_down = SHUTDOWN
+    return stop_local_runs(SHUTDOWN)

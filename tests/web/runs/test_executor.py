@@ -21,6 +21,15 @@ from ..launch_helpers import wait_for
 ROOT = Path(__file__).resolve().parents[3]
 
 
+@pytest.fixture(autouse=True)
+def an_exit_ends_with_its_test():
+    """A test's simulated process exit stops every run that registers afterwards (`shut_down_local_runs`);
+    the test process itself goes on, so the next test starts without it."""
+    from dag.runs import stop
+    yield
+    stop._shutting_down = None
+
+
 class RecordingExecutor(Executor):
     """Runs nothing; remembers what it was given."""
 
@@ -208,3 +217,68 @@ def test_a_session_submitted_to_a_pool_that_was_shut_down_ends_interrupted_not_q
     late.refresh_from_db()
     assert (late.status, late.error) == ("interrupted", SUBMITTED_AFTER_SHUTDOWN)
     assert not Node.objects.filter(session=late).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_at_exit_a_run_claimed_but_not_yet_watched_is_stopped_when_it_registers(user, test_functions, monkeypatch):
+    # Between its claim and its stop registration a run is not among the local runs a shutdown signals.
+    import threading
+
+    from dag.runs import catalog
+    claimed, go_on = threading.Event(), threading.Event()
+    look_up = catalog.get
+
+    def held_after_the_claim(name):
+        claimed.set()
+        go_on.wait(30)
+        return look_up(name)
+    monkeypatch.setattr(lifecycle.catalog, "get", held_after_the_claim)
+    from dag.runs import stop
+    signalled, signal_runs = threading.Event(), stop.stop_local_runs
+
+    def signalling(*args, **kwargs):
+        count = signal_runs(*args, **kwargs)
+        signalled.set()
+        return count
+    monkeypatch.setattr(stop, "stop_local_runs", signalling)
+    executor = InProcessExecutor(workers=1, exit_grace_s=30)
+    session = Session.objects.create(owner=user, function="chatty", args={"calls": 400})
+    executor.submit(session.pk)
+    assert claimed.wait(30)
+    assert Session.objects.get(pk=session.pk).status == "running"
+    exiting = threading.Thread(target=executor._stop_runs_at_exit)
+    exiting.start()  # signals the runs it knows of, then gives them their grace
+    assert signalled.wait(30)
+    go_on.set()
+    exiting.join(60)
+    session.refresh_from_db()
+    assert session.status == "interrupted" and "shutting down" in session.error, session.error
+    assert Node.objects.filter(session=session, kind="llm").count() == 0  # stopped at its first call
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_thread_stuck_in_a_written_off_run_is_replaced_so_later_sessions_still_run(user, test_functions):
+    from dag.runs import leases, stop
+
+    from ..launch_helpers import RELEASE_DEAF_RUNS
+    executor = InProcessExecutor(workers=1)
+    deaf = Session.objects.create(owner=user, function="deaf_until_released", args={})
+    executor.submit(deaf.pk)
+    wait_for(lambda: Node.objects.filter(session=deaf, name="deaf_until_released").exists(), 30,
+             "the run to enter its function")
+    try:
+        lifecycle.request_stop(deaf.pk)  # no stop reaches it: the deadline finishes it without its run
+        assert stop.finish_overdue_cancellations(deadline_s=0) == 1
+        later = Session.objects.create(owner=user, function="echo", args={"text": "after"})
+        executor.submit(later.pk)
+        assert leases.process_leases.beat() == {str(deaf.pk)}  # the heartbeat finds it written off
+        wait_for(lambda: Session.objects.filter(pk=later.pk, status="completed").exists(), 60,
+                 "the later session to run on the thread that took the stuck one's place")
+        assert leases.process_leases.beat() == set()  # reported once, not at every beat
+    finally:
+        RELEASE_DEAF_RUNS.set()
+        for thread in [*executor._threads, *executor._set_aside]:
+            thread.join(30)
+        RELEASE_DEAF_RUNS.clear()
+    assert Session.objects.get(pk=deaf.pk).status == "cancelled"
+    assert len(executor._threads) == 1 and not executor._set_aside  # the stuck thread left when it came back
