@@ -88,6 +88,10 @@ def resolve_model(spec: Optional[str], env: Optional[dict] = None) -> tuple[str,
     spec = spec if spec is not None else env.get("OPENPROGRAM_MODEL", "")
     if not spec.strip():
         return default_provider_name(env), None
+    head, colon, tail = spec.strip().partition(":")
+    if colon and not (head.strip() and tail.strip()):
+        raise ValueError(f"model {spec!r} has nothing {'after' if head.strip() else 'before'} its ':'; write "
+                         f"a provider and a model, like 'openai:gpt-4o-mini', or a name alone, like 'sim'")
     provider, model = split_model_spec(spec)
     if provider is None:
         provider = "anthropic" if model.startswith("claude") and env.get("ANTHROPIC_API_KEY") else None

@@ -122,3 +122,9 @@ def test_a_runtime_argument_it_cannot_use_is_refused_not_replaced_by_the_default
         runtime.provider = SimProvider
     with pytest.raises(TypeError, match="budget must be a runtime.Budget"):
         runtime.exec("go", budget=5)
+
+
+@pytest.mark.parametrize("spec, side", [(":sim", "before"), ("sim:", "after"), ("openai: ", "after"), (":", "before")])
+def test_a_model_spec_with_an_empty_side_of_its_colon_is_refused_saying_which(spec, side):
+    with pytest.raises(ValueError, match=f"has nothing {side} its ':'"):
+        resolve_model(spec, env={"OPENAI_API_KEY": "k"})
