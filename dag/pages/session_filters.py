@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 from dataclasses import dataclass
 
 from django.db.models import Q, QuerySet, TextField
@@ -20,6 +21,7 @@ from ..models import Session
 
 MAX_SEARCH_CHARS = 200
 MAX_FUNCTION_CHARS = 200
+_DATE_TEXT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 class BadFilter(ValueError):
@@ -100,9 +102,12 @@ def _date(params, name: str) -> datetime.date | None:
     if not text:
         return None
     try:
+        # fromisoformat() also reads 20250310, 2025-W10-1 and +2025-03-10; the page promises only this form.
+        if not _DATE_TEXT.fullmatch(text):
+            raise ValueError(text)
         return datetime.date.fromisoformat(text)
     except ValueError:
-        raise BadFilter(f"{name} must be a date as YYYY-MM-DD; got {text!r}") from None
+        raise BadFilter(f"{name} must be a date as YYYY-MM-DD, such as 2025-03-10; got {text!r}") from None
 
 
 def _start_of(day: datetime.date, days_after: int = 0) -> datetime.datetime | None:

@@ -25,7 +25,8 @@ def session_list(request):
     try:
         filters = SessionFilters.from_query(request.GET)
     except BadFilter as exc:
-        return HttpResponseBadRequest(str(exc), content_type="text/plain")
+        # With a content_type given Django adds no charset, and the message quotes what was typed.
+        return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
     own = Session.objects.filter(owner=request.user)
     # Counted over every other filter, so each count says what choosing that status would show.
     counts = dict(filters.apply(own, by_status=False).order_by().values_list("status").annotate(n=Count("id")))

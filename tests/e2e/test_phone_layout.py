@@ -1,5 +1,8 @@
-"""The pages at a phone's viewport (390×844): one column, nothing wider than the screen, the header's
-"Log out" in view, and Stop in reach on the session page however far it is scrolled."""
+"""The pages at a phone's viewport (390×844): one column, nothing wider than the screen (a new API token's
+key wraps), the header's "Log out" in view, and Stop in reach on the session page however far it is
+scrolled."""
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -33,6 +36,19 @@ def test_pages_fit_a_phone(phone, path):
     phone.goto(path)
     assert_header_fits(phone)
     assert_no_horizontal_overflow(phone)
+
+
+@pytest.mark.parametrize("width", [320, PHONE["width"]])
+def test_the_tokens_page_with_a_new_key_and_its_table_fits_a_phone(page, width):
+    page.set_viewport_size({**PHONE, "width": width})
+    page.goto("/accounts/token/")
+    page.get_by_role("button", name="New token").click()
+    key = page.locator("#new-token")
+    expect(key).to_have_text(re.compile(r"^[0-9a-f]{64}$"))  # 64 characters with nowhere to break
+    expect(page.locator("table.tokens tbody tr")).to_have_count(1)
+    assert_header_fits(page)
+    assert_no_horizontal_overflow(page)
+    expect(key).to_be_in_viewport(ratio=1)
 
 
 def test_the_login_page_fits_a_phone(browser, server_url, user):

@@ -53,6 +53,15 @@ def test_login_page_logs_in_and_shows_a_clear_error(client, user):
     assert client.get("/").status_code == 200
 
 
+@pytest.mark.parametrize("username, password, shown", [
+    ("", "anything", "This field is required."), ("a\x00b", "anything", "Null characters are not allowed."),
+    ("alice", "", "This field is required."),
+])
+def test_login_page_shows_a_fields_own_error_not_a_mismatch(client, user, username, password, shown):
+    page = client.post("/accounts/login/", {"username": username, "password": password}).content.decode()
+    assert shown in page and "do not match" not in page
+
+
 def test_logout_is_a_post(client, user):
     client.force_login(user)
     assert client.post("/accounts/logout/").status_code == 302

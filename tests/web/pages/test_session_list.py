@@ -118,11 +118,20 @@ def test_dates_at_either_end_of_the_calendar_bound_nothing(logged_in, user, sett
     ("status=sleeping", "'sleeping'"), ("from=yesterday", "from must be a date"),
     ("to=2025-13-01", "to must be a date"), ("from=2025-03-02&to=2025-03-01", "is before from"),
     ("q=" + "x" * 201, "at most 200 characters"), ("q=a%00b", "q (the search) cannot contain a NUL"),
-    ("function=echo%00", "function cannot contain a NUL")])
+    ("function=echo%00", "function cannot contain a NUL"),
+    # date.fromisoformat() reads these too, but the page promises YYYY-MM-DD only.
+    ("from=20250310", "from must be a date as YYYY-MM-DD"), ("from=2025-W10-1", "from must be a date"),
+    ("to=%2B2025-03-10", "to must be a date"), ("from=%D9%A2025-03-10", "from must be a date")])
 def test_a_malformed_filter_is_a_400_naming_it(logged_in, query, named):
     response = logged_in.get(f"/sessions/?{query}")
     assert response.status_code == 400
     assert named in response.content.decode()
+
+
+def test_a_malformed_filters_message_is_text_in_utf_8(logged_in):
+    response = logged_in.get("/sessions/?status=caf%C3%A9")
+    assert response.status_code == 400 and response["Content-Type"] == "text/plain; charset=utf-8"
+    assert "'café'" in response.content.decode("utf-8")
 
 
 def test_unknown_status_filter_names_the_allowed_values(logged_in):
