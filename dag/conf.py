@@ -9,6 +9,7 @@ list, where "" is the empty list).
 """
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -51,6 +52,11 @@ DEFAULTS: dict[str, Any] = {
     # Seconds before the broker hands an unacknowledged run to another worker: longer than the longest
     # run, since a run is acknowledged when it ends (a redelivered run finds its session claimed anyway).
     "CELERY_VISIBILITY_TIMEOUT_S": 86_400,
+    # With Celery: seconds a session may stay queued after it was last sent to the broker before the
+    # reaper sends it again (a message the broker lost: Redis restarted without persistence, the web
+    # process died between its commit and the send). The claim is a compare-and-set, so a duplicate
+    # runs nothing twice; a message waiting behind a long backlog is merely sent once more.
+    "QUEUED_RESEND_S": 300.0,
     # Publish each stop on Redis pub/sub to wake the process running the session at once; off, that
     # process finds the stop by polling the database (every STOP_POLL_S).
     "STOP_PUBSUB": True,
@@ -126,6 +132,8 @@ def _convert(name: str, value: Any) -> Any:
         kind = {list: "a list (comma-separated)", int: "a whole number", float: "a number",
                 bool: "on or off (1/0, true/false, yes/no, on/off)"}[type(default)]
         raise ImproperlyConfigured(f"{PREFIX}{name} must be {kind}; got {value!r}") from None
+    if not math.isfinite(number):  # "nan" and "inf" parse as floats, and pass every comparison
+        raise ImproperlyConfigured(f"{PREFIX}{name} must be a finite number; got {value!r}")
     if name in MINIMUMS and number < MINIMUMS[name]:
         raise ImproperlyConfigured(f"{PREFIX}{name} must be at least {MINIMUMS[name]:g}; got {value!r}")
     return number

@@ -52,6 +52,10 @@ class Session(models.Model):
     # OPENPROGRAM_LEASE_S is written off by the reaper, and the old run's writes are refused from then on.
     worker = models.CharField(max_length=255, blank=True, default="")
     heartbeat_at = models.DateTimeField("last heartbeat", null=True, blank=True)
+    # With Celery: when the session's task was last sent to the broker (None from before this field:
+    # then its created_at counts). The reaper sends a session still queued OPENPROGRAM_QUEUED_RESEND_S
+    # after it again, since a broker can lose a message.
+    sent_at = models.DateTimeField("last sent to the broker", null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at"]

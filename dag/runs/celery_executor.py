@@ -2,7 +2,9 @@
 
 The web process sends one task per session, after the session row commits, with the session id as the
 task id. A worker runs it with `lifecycle.run_session`, whose claim is a compare-and-set from `queued`:
-a duplicate or redelivered message finds the session claimed or ended and does nothing. The Celery app
+a duplicate or redelivered message finds the session claimed or ended and does nothing. So a message
+the broker may have lost is simply sent again: the reaper (dag.runs.reaper) re-sends every session
+still queued `OPENPROGRAM_QUEUED_RESEND_S` after it was last sent (`Session.sent_at`). The Celery app
 and why each of its settings is what it is: openprogram_web/celery.py.
 """
 from __future__ import annotations
@@ -14,6 +16,7 @@ from celery import shared_task
 from celery.exceptions import Reject
 from celery.signals import worker_process_shutdown, worker_ready, worker_shutting_down
 from django.db import transaction
+from django.utils import timezone
 from kombu.utils.url import maybe_sanitize_url
 
 from ..conf import conf
@@ -46,17 +49,38 @@ class CeleryExecutor(Executor):
         transaction.on_commit(lambda: self.send(str(session_id)))
 
     def send(self, session_id: str) -> None:
-        """Send the session's task now; a broker that cannot take it ends the session `error`, named."""
-        from openprogram_web.celery import app  # the configured app; imported only when Celery is in use
-
+        """Send the session's task now, stamped sent first (the reaper sends it again if no worker claims
+        it for `QUEUED_RESEND_S`); a broker that cannot take it ends the session `error`, named."""
+        write_path.mark_sent([session_id], timezone.now())
         try:
-            app.send_task(TASK_NAME, args=[session_id], task_id=session_id, queue=self.queue)
+            self._publish(session_id)
         except Exception as exc:  # kombu retried already; the session must not wait, queued, forever
-            broker = maybe_sanitize_url(conf.CELERY_BROKER_URL) or "(none)"
+            broker = _broker()
             log.exception("session %s could not be sent to the Celery broker %s", session_id, broker)
             write_path.finish_session(session_id, Session.Status.ERROR, error=(
                 f"{NOT_QUEUED} {broker}: {type(exc).__name__}: {exc}. Check that Redis answers there "
                 f"(CELERY_BROKER_URL, else REDIS_URL), then run the function again."))
+
+    def resend(self, session_ids) -> None:
+        """Send again the tasks of sessions the reaper stamped sent (`write_path.claim_resend`). One the
+        broker cannot take now stays queued, and the next interval's pass tries again: it was accepted
+        once, and a broker that lost its message is likely one that is coming back."""
+        for session_id in session_ids:
+            try:
+                self._publish(str(session_id))
+            except Exception as exc:
+                log.warning("session %s could not be sent to the Celery broker %s again (%s: %s); it stays "
+                            "queued and is tried again in %g s", session_id, _broker(), type(exc).__name__, exc,
+                            conf.QUEUED_RESEND_S)
+
+    def _publish(self, session_id: str) -> None:
+        from openprogram_web.celery import app  # the configured app; imported only when Celery is in use
+
+        app.send_task(TASK_NAME, args=[session_id], task_id=session_id, queue=self.queue)
+
+
+def _broker() -> str:
+    return maybe_sanitize_url(conf.CELERY_BROKER_URL) or "(none)"
 
 
 @shared_task(name=TASK_NAME, ignore_result=True, acks_late=True)
@@ -88,6 +112,6 @@ def stop_runs_at_shutdown(**kwargs) -> None:
     Celery's warm shutdown then waits for the runs' threads, which record that promptly.
     """
     _shutting_down.set()
-    count = stop.stop_local_runs(stop.SHUTDOWN)
+    count = stop.shut_down_local_runs()
     if count:
         log.warning("worker shutting down: %d run(s) stopped; they end interrupted", count)

@@ -115,9 +115,10 @@ def recover_at_start(*, in_process: bool, now=None) -> int:
     in the server's own process (`in_process`), the previous server's: sessions running under a worker
     id of this host whose process is gone, or claimed without a lease. Sessions with a live lease (a
     worker's, a `run_function` still going) are left running. Queued sessions wait in the broker with
-    Celery; with the in-process executor a queued session was in the previous server's own pool, which
-    died with it, so it ends `interrupted` (it would otherwise stay queued, and count against its
-    owner's active runs, forever): Run again starts it anew.
+    Celery (one whose message the broker lost is sent again by the reaper, `reaper.resend_queued`);
+    with the in-process executor a queued session was in the previous server's own pool, which died
+    with it, so it ends `interrupted` (it would otherwise stay queued, and count against its owner's
+    active runs, forever): Run again starts it anew.
     """
     from . import reaper  # it imports the write path's lease functions; keep this module's imports light
 

@@ -10,7 +10,14 @@ with the process's first lease (`dag.runs.leases`) and with the web process's fi
 (`openprogram_web.asgi`), never in management commands such as `migrate`. Several reapers are
 harmless: the compare-and-set makes exactly one of them end a session. Sessions running with no
 heartbeat (claimed without a lease) are not the reaper's; `bin/prepare-run` handles them.
-Tests call `reap(now=...)` directly.
+
+With the Celery executor the reaper also sends again each session still queued
+`OPENPROGRAM_QUEUED_RESEND_S` after it was last sent (`resend_queued`): a broker can lose a message
+(Redis restarted without persistence, a queue flushed, a web process that died between its commit and
+the send), and such a session would otherwise wait for ever and count against its owner's active runs.
+Re-sending is safe: the task id is the session id and the claim a compare-and-set, so a duplicate runs
+nothing twice, and `write_path.claim_resend` lets only one reaper send a session again per interval.
+Tests call `reap(now=...)` and `resend_queued(now=...)` directly.
 """
 from __future__ import annotations
 
@@ -21,12 +28,14 @@ from typing import Optional
 
 from django.db import connection
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from ..conf import conf
 from ..models import Session
 from ..recording import write_path
 from . import stop
 from .daemon import DaemonThread
+from .executors import InProcessExecutor, executor_path, get_executor
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +57,34 @@ def reap(now: Optional[datetime] = None, lease_s: Optional[float] = None) -> lis
     return ended
 
 
+def resend_queued(now: Optional[datetime] = None, after_s: Optional[float] = None) -> list:
+    """With the Celery executor, send again every session still queued `after_s` seconds after it was
+    last sent (default `QUEUED_RESEND_S`); the ids this call sent. Nothing with another executor."""
+    executor = _celery_executor()
+    if executor is None:
+        return []
+    now = now or timezone.now()
+    after_s = conf.QUEUED_RESEND_S if after_s is None else after_s
+    sent = write_path.claim_resend(cutoff=now - timedelta(seconds=after_s), now=now)
+    if sent:
+        log.warning("%d session(s) still queued %g s after they were last sent to the Celery broker, which may "
+                    "have lost their messages: sent again", len(sent), after_s)
+        executor.resend(sent)
+    return sent
+
+
+def _celery_executor():
+    """This process's executor if it is the Celery executor, else None. The embedded default is told
+    from the setting alone: this neither imports Celery nor builds the in-process pool there."""
+    configured = import_string(executor_path(conf.EXECUTOR))
+    if issubclass(configured, InProcessExecutor):
+        return None
+    from .celery_executor import CeleryExecutor
+
+    executor = get_executor()
+    return executor if isinstance(executor, CeleryExecutor) else None
+
+
 def start() -> None:
     """Start this process's reaper thread unless it runs already (idempotent, cheap)."""
     _thread.ensure()
@@ -59,6 +96,7 @@ def _run() -> None:
         try:
             reap()
             stop.finish_overdue_cancellations()  # the other kind of session no run will finish
+            resend_queued()  # and the sessions no worker will start, their message lost
         except Exception:  # a database hiccup must not end the reaper; the next pass reconnects
             log.exception("reaper pass failed")
         finally:

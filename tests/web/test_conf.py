@@ -78,6 +78,8 @@ def test_the_readme_configuration_table_lists_every_setting():
     ("OPENPROGRAM_LEASE_S", "0", "OPENPROGRAM_LEASE_S must be at least 1"),
     ("OPENPROGRAM_MAX_ACTIVE_RUNS_PER_USER", "-1", "must be at least 0"),
     ("OPENPROGRAM_LOGIN_RATE", "10/fortnight", 'OPENPROGRAM_LOGIN_RATE must be a rate like "10/min"'),
+    ("OPENPROGRAM_STOP_POLL_S", "nan", "OPENPROGRAM_STOP_POLL_S must be a finite number; got 'nan'"),
+    ("OPENPROGRAM_LEASE_S", "inf", "OPENPROGRAM_LEASE_S must be a finite number; got 'inf'"),
 ])
 def test_an_out_of_range_or_malformed_setting_is_a_startup_error_naming_it(settings, name, value, words):
     from django.core.checks import run_checks

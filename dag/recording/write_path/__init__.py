@@ -15,6 +15,8 @@ nothing, since no one can be watching it yet:
   does inside an enclosing transaction);
 - a run's status: `claim_session` (with the run's lease), `set_session_status`, `finish_session` (status
   and open nodes at once);
+- the broker (Celery): `mark_sent` (a session's task was sent), `claim_resend` (the reaper's
+  compare-and-set on queued sessions to send again); like the heartbeat, neither advances nor publishes;
 - leases: `renew_leases` (the heartbeat: one UPDATE, no revision), `end_expired_lease` (the reaper);
 - stop: `record_stop_request`; crashes and stops: `close_open_nodes`;
 - other session fields (a budget's spend, an admin's edit): `update_session`; deletion: `delete_sessions`;
@@ -29,11 +31,12 @@ from .leases import end_expired_lease, renew_leases
 from .nodes import close_open_nodes, create_node, finish_node
 from .revision import WriteRefused, node_message, session_message
 from .run_writes import RunWrites
-from .sessions import (NODE_STATUS_AT_END, STOPPED_BEFORE_START, claim_session, delete_sessions, finish_session,
-                       queue_session, record_stop_request, set_session_status, update_session)
+from .sessions import (NODE_STATUS_AT_END, STOPPED_BEFORE_START, claim_resend, claim_session, delete_sessions,
+                       finish_session, mark_sent, queue_session, record_stop_request, set_session_status,
+                       update_session)
 
-__all__ = ["NODE_STATUS_AT_END", "RunWrites", "STOPPED_BEFORE_START", "WriteRefused", "claim_session",
-           "close_open_nodes", "create_node", "delete_sessions", "end_expired_lease", "finish_node",
-           "finish_session", "flush_session",
-           "insert_imported_session", "node_message", "queue_session", "record_stop_request", "renew_leases",
-           "session_message", "set_session_status", "update_session"]
+__all__ = ["NODE_STATUS_AT_END", "RunWrites", "STOPPED_BEFORE_START", "WriteRefused", "claim_resend",
+           "claim_session", "close_open_nodes", "create_node", "delete_sessions", "end_expired_lease",
+           "finish_node", "finish_session", "flush_session", "insert_imported_session", "mark_sent",
+           "node_message", "queue_session", "record_stop_request", "renew_leases", "session_message",
+           "set_session_status", "update_session"]

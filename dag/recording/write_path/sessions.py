@@ -10,9 +10,10 @@ and reports False (or None), so a stop's `cancelled` is never overwritten by a l
 """
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Callable, Iterable, Optional
 
-from django.db.models import F
+from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -190,6 +191,35 @@ def claim_session(session_id, *, worker: str = "", now=None) -> Optional[Session
         lease = {"worker": worker, "heartbeat_at": now or timezone.now()} if worker else {}
         return update_session_in(tx, session_id, unless_terminal=True, **_status_fields(Session.Status.RUNNING),
                                  **lease)
+
+
+def mark_sent(session_ids: Iterable, now: datetime) -> int:
+    """Stamp `now` as the time the queued ones of `session_ids` were sent to the broker; how many.
+
+    One statement, no revision and nothing published: `sent_at` is not part of what a viewer sees
+    (`Session.as_dict`), as a heartbeat is not.
+    """
+    keys = [Session._meta.pk.to_python(session_id) for session_id in session_ids]
+    return Session.objects.filter(pk__in=keys, status=Session.Status.QUEUED).update(sent_at=now) if keys else 0
+
+
+def claim_resend(cutoff: datetime, now: datetime) -> list:
+    """The ids of the sessions still queued that were last sent before `cutoff`, stamped sent at `now`.
+
+    A session never stamped (its web process died before sending it, or it was queued before `sent_at`
+    existed) counts from its `created_at`. The stamp is a compare-and-set, so of two reapers in two
+    processes only one re-sends a session in an interval: on PostgreSQL the rows are locked, skipping
+    those another transaction holds (a reaper's or a claim's; a row skipped now is due at the next pass),
+    and the other reaper's read, after its commit, finds them sent; SQLite writes under one database
+    lock, taken at BEGIN.
+    """
+    due = Q(sent_at__lt=cutoff) | Q(sent_at__isnull=True, created_at__lt=cutoff)
+    with WriteTransaction(lean=False):
+        ids = list(Session.objects.filter(due, status=Session.Status.QUEUED).order_by("pk")
+                   .select_for_update(skip_locked=True).values_list("pk", flat=True))
+        if ids:
+            Session.objects.filter(pk__in=ids).update(sent_at=now)
+    return ids
 
 
 def record_stop_request(session_id) -> Session:

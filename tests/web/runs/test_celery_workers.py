@@ -7,6 +7,8 @@ workers to see them, hence transactional tests. Every wait is a generous bound, 
 from __future__ import annotations
 
 import pytest
+import redis
+from django.conf import settings as django_settings
 
 from dag.models import Node, Session
 from dag.runs import lifecycle
@@ -217,3 +219,19 @@ async def test_a_run_on_a_worker_reaches_a_web_processs_websocket_client_equal_t
     assert db_status == "completed" and len(db_nodes) == 4
     assert nodes == db_nodes
     assert str(session.pk) in worker.received()
+
+
+def test_a_session_whose_message_the_broker_lost_is_sent_again_and_completes(settings, start_worker, user):
+    queue = new_queue()
+    settings.OPENPROGRAM_EXECUTOR, settings.OPENPROGRAM_CELERY_QUEUE = "celery", queue
+    session = launch(user, "slow_count", {"n": 2, "delay_s": 0.05})  # no worker consumes the queue yet
+    broker = redis.Redis.from_url(django_settings.CELERY_BROKER_URL)
+    assert broker.llen(queue) == 1
+    broker.delete(queue)  # lost, as by a Redis restarted without persistence (this test's queue only)
+    # Its reaper runs every LEASE_S / 2 = 1 s and sends a session queued for 1 s again.
+    worker = start_worker(queue, OPENPROGRAM_EXECUTOR="celery", OPENPROGRAM_QUEUED_RESEND_S="1",
+                          OPENPROGRAM_LEASE_S="2", OPENPROGRAM_HEARTBEAT_S="0.5")
+    session = wait_for_end(session, RUN_S)
+    assert (session.status, session.result, session.error) == ("completed", 2, "")
+    assert len(nodes(session)) == 3
+    assert "last sent to the Celery broker, which may have lost their messages: sent again" in worker.log()

@@ -1,16 +1,23 @@
 """The reaper: a session whose lease expired ends `interrupted`, its open nodes with it, and start-up
-recovery ends only what no process will finish."""
+recovery ends only what no process will finish; with Celery, a session left queued (its message lost)
+is sent again."""
 from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+from datetime import timedelta
 
 import pytest
+from django.conf import settings as django_settings
 from django.core.management import call_command
+from django.db import connection
 
+from dag.conf import conf
 from dag.models import Node, Session
 from dag.recording import write_path
 from dag.runs import leases, lifecycle, reaper
+from dag.runs.celery_executor import CeleryExecutor
 
 from ..dag_helpers import new_session
 from .lease_helpers import LEASE_S, T0, WORKER, at, claimed
@@ -136,3 +143,113 @@ def test_a_session_deleted_under_the_reaper_or_its_run_ends_nothing_and_stops_th
     assert expired.pk in reaper.reap(now=at(LEASE_S + 1), lease_s=LEASE_S)
     with pytest.raises(write_path.WriteRefused, match="it was deleted"):
         write_path.update_session(gone.pk, lease=WORKER, budget_spend={"llm_calls": 1})
+
+
+RESEND_S = 60.0
+
+
+@pytest.fixture
+def broker(settings, monkeypatch):
+    """The Celery executor with its broker replaced by a list of the tasks sent: (task id, queue)."""
+    from openprogram_web.celery import app
+
+    settings.OPENPROGRAM_EXECUTOR, settings.OPENPROGRAM_CELERY_QUEUE = "celery", "test-resend"
+    settings.OPENPROGRAM_QUEUED_RESEND_S = RESEND_S
+    sent = []
+    monkeypatch.setattr(app, "send_task", lambda name, args, task_id, queue: sent.append((task_id, queue)))
+    return sent
+
+
+def sent_at(session, seconds: float):
+    """`seconds` after the session was last sent, by the stored stamp."""
+    return Session.objects.get(pk=session.pk).sent_at + timedelta(seconds=seconds)
+
+
+def test_with_celery_a_session_still_queued_after_the_resend_interval_is_sent_again(broker, caplog):
+    session = new_session()
+    CeleryExecutor.from_settings(conf).send(str(session.pk))  # what a launch does after its commit
+    assert broker == [(str(session.pk), "test-resend")]
+    assert reaper.resend_queued(now=sent_at(session, RESEND_S - 1)) == []
+    resent_at = sent_at(session, RESEND_S + 1)
+    with caplog.at_level("WARNING", logger="dag.runs.reaper"):
+        assert reaper.resend_queued(now=resent_at) == [session.pk]
+    assert broker == [(str(session.pk), "test-resend")] * 2  # the same task id: a duplicate runs nothing twice
+    assert Session.objects.get(pk=session.pk).sent_at == resent_at
+    assert [r.getMessage() for r in caplog.records] == [
+        "1 session(s) still queued 60 s after they were last sent to the Celery broker, which may have lost "
+        "their messages: sent again"]
+
+
+def test_two_reaper_passes_in_one_interval_send_a_session_again_once(broker):
+    session = new_session()
+    CeleryExecutor.from_settings(conf).send(str(session.pk))
+    first = sent_at(session, RESEND_S + 1)
+    assert reaper.resend_queued(now=first) == [session.pk]
+    assert reaper.resend_queued(now=first) == []  # another process's reaper, at the same moment
+    assert reaper.resend_queued(now=first + timedelta(seconds=RESEND_S - 1)) == []
+    assert reaper.resend_queued(now=first + timedelta(seconds=RESEND_S + 1)) == [session.pk]
+    assert len(broker) == 3  # the launch's send, then once per interval
+
+
+def test_a_session_the_broker_cannot_take_again_stays_queued_for_the_next_pass(broker, monkeypatch, caplog):
+    from kombu.exceptions import OperationalError
+
+    from openprogram_web.celery import app
+    session = new_session()
+    CeleryExecutor.from_settings(conf).send(str(session.pk))
+
+    def broker_down(*args, **kwargs):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+    monkeypatch.setattr(app, "send_task", broker_down)
+    first = sent_at(session, RESEND_S + 1)
+    with caplog.at_level("WARNING", logger="dag.runs.celery_executor"):
+        assert reaper.resend_queued(now=first) == [session.pk]
+    assert Session.objects.get(pk=session.pk).status == "queued"  # accepted once: not ended for a broker outage
+    assert any("stays queued and is tried again" in record.getMessage() for record in caplog.records)
+    monkeypatch.setattr(app, "send_task", lambda name, args, task_id, queue: broker.append((task_id, queue)))
+    assert reaper.resend_queued(now=first + timedelta(seconds=RESEND_S + 1)) == [session.pk]
+    assert broker == [(str(session.pk), "test-resend")] * 2
+
+
+def test_a_session_queued_before_sends_were_stamped_counts_from_its_creation(broker):
+    session = new_session()  # never sent through this executor: no stamp
+    created = Session.objects.get(pk=session.pk).created_at
+    assert reaper.resend_queued(now=created + timedelta(seconds=RESEND_S - 1)) == []
+    assert reaper.resend_queued(now=created + timedelta(seconds=RESEND_S + 1)) == [session.pk]
+    assert broker == [(str(session.pk), "test-resend")]
+
+
+def test_only_queued_sessions_are_sent_again_and_only_with_celery(broker, settings):
+    running, stopped, queued = claimed(), new_session(), new_session()
+    write_path.record_stop_request(stopped.pk)
+    late = at(10 * RESEND_S)
+    settings.OPENPROGRAM_EXECUTOR = "inprocess"
+    assert reaper.resend_queued(now=late) == []
+    assert Session.objects.get(pk=queued.pk).sent_at is None
+    settings.OPENPROGRAM_EXECUTOR = "celery"
+    assert reaper.resend_queued(now=late) == [queued.pk]
+    assert broker == [(str(queued.pk), "test-resend")]
+
+
+@pytest.mark.skipif(not django_settings.DATABASES["default"]["ENGINE"].endswith("postgresql"),
+                    reason="two processes' reapers at once need PostgreSQL's row locks")
+@pytest.mark.django_db(transaction=True)
+def test_two_reapers_at_once_send_each_lost_session_again_once():
+    """Two processes' passes at the same moment (threads here, each on its own connection): the
+    sessions are split between them, none sent by both."""
+    sessions = {new_session().pk for _ in range(40)}
+    start, won = threading.Barrier(2), []
+
+    def reaper_pass():
+        start.wait()
+        try:
+            won.append(write_path.claim_resend(cutoff=at(RESEND_S), now=at(RESEND_S)))
+        finally:
+            connection.close()
+    passes = [threading.Thread(target=reaper_pass) for _ in range(2)]
+    for one in passes:
+        one.start()
+    for one in passes:
+        one.join()
+    first, second = map(set, won)
+    assert first | second == sessions and not first & second
