@@ -231,9 +231,12 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 1_000_000  # launch arguments are small; refuse me
 
 # --- REST API ---------------------------------------------------------------------------------
 REST_FRAMEWORK = {
+    # The token first: DRF answers a refused login with the first class's WWW-Authenticate, so a missing or
+    # bad token is the 401 the schema documents (with the session first, every refusal was a 403). A
+    # request without an Authorization header still falls through to the browser session.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "dag.api.authentication.TokenAuthentication",  # `Authorization: Token <key>` (knox)
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -246,7 +249,12 @@ REST_FRAMEWORK = {
     "NUM_PROXIES": env_number("OPENPROGRAM_NUM_PROXIES", 0),
 }
 # API tokens (django-rest-knox: stored hashed) stop working this many days after they are issued; 0: never.
+# At most a century: far larger lifetimes overflow the expiry's date, and every token request was a 500.
+MAX_API_TOKEN_DAYS = 36_500
 OPENPROGRAM_API_TOKEN_DAYS = env_number("OPENPROGRAM_API_TOKEN_DAYS", 90.0, float)
+if not 0 <= OPENPROGRAM_API_TOKEN_DAYS <= MAX_API_TOKEN_DAYS:  # NaN fails both comparisons
+    raise ImproperlyConfigured(f"OPENPROGRAM_API_TOKEN_DAYS must be a number of days from 0 (tokens never "
+                               f"expire) to {MAX_API_TOKEN_DAYS}; got {os.environ['OPENPROGRAM_API_TOKEN_DAYS']!r}")
 REST_KNOX = {
     "TOKEN_TTL": timedelta(days=OPENPROGRAM_API_TOKEN_DAYS) if OPENPROGRAM_API_TOKEN_DAYS else None,
     "AUTH_HEADER_PREFIX": "Token",

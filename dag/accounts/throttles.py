@@ -11,11 +11,20 @@ read the same history and all pass (60 concurrent guesses against "10/min" all w
 client's read-decide-write holds a lock (`one_at_a_time`): a Redis lock beside the count on Redis, and
 on files an exclusive lock on a file in the cache's directory, which every process on the machine
 sees. An attempt waits at most LOCK_WAIT_S for it, then is refused as over the rate.
+
+An IPv6 client is counted by its /64, the block one subscriber or host is usually given: counting each
+address on its own would give such a client 2^64 counts.
+
+With the throttle's Redis unreachable no attempt can be counted, so none is checked: each is refused
+with `ThrottleUnavailable` (a 503 with Retry-After), and the outage is logged once (`_outage`), not as a
+traceback per attempt.
 """
 from __future__ import annotations
 
 import fcntl
 import hashlib
+import ipaddress
+import logging
 import math
 import os
 import threading
@@ -24,6 +33,10 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from django.core.cache import caches
+from django.http import HttpResponse
+from redis.exceptions import RedisError
+from rest_framework import status
+from rest_framework.exceptions import APIException
 from rest_framework.throttling import SimpleRateThrottle
 
 from ..conf import conf
@@ -37,6 +50,47 @@ _LOCK_HELD_S = 10  # a Redis lock whose holder died is let go after this
 # Clients share a fixed number of locks (by a hash of their key), so nothing grows with the addresses seen.
 LOCK_STRIPES = 64
 _thread_locks = [threading.Lock() for _ in range(LOCK_STRIPES)]
+# Sent with the 503 of an attempt made while the throttle's Redis is unreachable (seconds).
+OUTAGE_RETRY_AFTER_S = 30
+IPV6_COUNTED_PREFIX = 64
+
+logger = logging.getLogger(__name__)
+
+
+class ThrottleUnavailable(APIException):
+    """The password-attempt count cannot be read (its Redis is unreachable): the attempt is refused unchecked.
+    DRF answers it as a JSON 503 with Retry-After (`wait`); the pages, through `throttled_post`."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = ("Password checks are paused: the server cannot reach the store that counts login "
+                      "attempts. Try again shortly.")
+    default_code = "throttle_unavailable"
+    wait = OUTAGE_RETRY_AFTER_S
+
+
+class _OutageNotice:
+    """Says once that the throttle's Redis is unreachable, and once that it is back."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._failures = 0
+
+    def failed(self, exc: Exception) -> None:
+        with self._lock:
+            self._failures += 1
+            first = self._failures == 1
+        if first:
+            logger.warning("login throttle: its Redis is unreachable (%s); password checks are refused with "
+                           "503 until it is back", exc)
+
+    def reached(self) -> None:
+        with self._lock:
+            failures, self._failures = self._failures, 0
+        if failures:
+            logger.info("login throttle: its Redis is reachable again (%d attempts refused meanwhile)", failures)
+
+
+_outage = _OutageNotice()
 
 
 def _stripe(key: str) -> int:
@@ -110,19 +164,50 @@ class LoginRateThrottle(SimpleRateThrottle):
         return None if rate.lower() in ("", "off", "none", "0") else rate
 
     def get_cache_key(self, request, view):
-        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+        return self.cache_format % {"scope": self.scope, "ident": counted_client(self.get_ident(request))}
 
     def allow_request(self, request, view):
-        """DRF's decision, made under the client's lock (see the module): concurrent attempts count."""
+        """DRF's decision, made under the client's lock (see the module): concurrent attempts count.
+        Raises ThrottleUnavailable when the count's Redis cannot be reached."""
         if self.get_rate() is None:
             return True
         key = self.get_cache_key(request, view)
+        try:
+            allowed = self._allow_one_at_a_time(request, view, key)
+        except RedisError as exc:
+            _outage.failed(exc)
+            raise ThrottleUnavailable() from None
+        _outage.reached()
+        return allowed
+
+    def _allow_one_at_a_time(self, request, view, key: str) -> bool:
         with one_at_a_time(self.cache, key) as held:
             if not held:
                 self.history, self.now = [], self.timer()  # for wait(): try again in a moment
                 self.key = key
                 return False
             return super().allow_request(request, view)
+
+
+def counted_client(ident: str) -> str:
+    """Whose count an attempt from address `ident` goes to: an IPv6 address's /64, else the address."""
+    try:
+        address = ipaddress.ip_address(ident)
+    except ValueError:
+        return ident  # not an address (a test client's, or a proxy's header): counted as written
+    if address.version == 4:
+        return str(address)
+    if address.ipv4_mapped is not None:  # ::ffff:192.0.2.1 is the IPv4 client 192.0.2.1 (a dual-stack socket)
+        return str(address.ipv4_mapped)
+    return str(ipaddress.ip_network(f"{address}/{IPV6_COUNTED_PREFIX}", strict=False))
+
+
+def logged_once(refusal):
+    """`refusal`, the 503 of ThrottleUnavailable, marked as logged: the outage is logged once (`_outage`),
+    where Django would log each 503 at ERROR (and mail ADMINS). `_has_been_logged` is the mark Django's
+    own log_response sets and reads (django.utils.log)."""
+    refusal._has_been_logged = True
+    return refusal
 
 
 def login_wait(request) -> int | None:
@@ -136,8 +221,14 @@ def login_wait(request) -> int | None:
 def throttled_post(request, post, show_page):
     """`post()`, the view's password check, while `request`'s client is within the rate; else the page as
     `show_page(wait)` renders it, as a 429 with Retry-After. The page is shown as for a GET (the request's
-    method is changed so): an unbound form, and no password looked at."""
-    wait = login_wait(request)
+    method is changed so): an unbound form, and no password looked at. While the count cannot be read
+    (`ThrottleUnavailable`), a plain 503 page with Retry-After, and no password looked at either."""
+    try:
+        wait = login_wait(request)
+    except ThrottleUnavailable as refused:
+        return logged_once(HttpResponse(f"{refused.detail}\n", status=refused.status_code,
+                                        content_type="text/plain; charset=utf-8",
+                                        headers={"Retry-After": str(refused.wait)}))
     if wait is None:
         return post()
     request.method = "GET"

@@ -3,9 +3,15 @@ and on logging out of the browser.
 
 A user may hold several tokens (a laptop, a script); each is shown once, when issued. Expired ones are
 dropped whenever the user gets a new one. `Authorization: Token <key>` is the header, as before.
+
+Every change to a user's tokens holds the user's row (`_one_change_at_a_time`) until it commits. Without
+that, a revocation (a password change, a logout, "Revoke all") landing while a rotate or a login was in
+flight was undone: the rotate had already read its token as valid and issued a new one after the revoke
+had deleted everything it could see.
 """
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.signals import user_logged_out
 from django.db import transaction
 from django.dispatch import receiver
@@ -13,29 +19,65 @@ from django.utils import timezone
 from knox.models import AuthToken
 
 
-def issue(user) -> tuple[AuthToken, str]:
-    """A new token for `user`: (its row, the key, which is never stored)."""
-    AuthToken.objects.filter(user=user, expiry__lt=timezone.now()).delete()
-    return AuthToken.objects.create(user=user)
+class TokenChangeRefused(Exception):
+    """What the change was asked with (a token, a password) was revoked or changed while it was in flight."""
+
+
+def _one_change_at_a_time(user) -> None:
+    """Hold `user`'s row until the transaction ends, so their token changes happen one after another.
+
+    On PostgreSQL this is the row lock; on SQLite every transaction here begins IMMEDIATE (settings), so
+    the write lock it takes at BEGIN already serialises them and SELECT ... FOR UPDATE is a plain read."""
+    list(get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk"))
+
+
+def issue(user, *, password_just_checked: bool = False) -> tuple[AuthToken, str]:
+    """A new token for `user`: (its row, the key, which is never stored).
+
+    `password_just_checked`: `user` was just authenticated by password; refused (TokenChangeRefused) if
+    the password changed since, since that change revoked every token and this one would outlive it."""
+    with transaction.atomic():
+        _one_change_at_a_time(user)
+        if password_just_checked and _stored_password(user) != user.password:
+            raise TokenChangeRefused(f"the password of {user.get_username()} changed during the login")
+        AuthToken.objects.filter(user=user, expiry__lt=timezone.now()).delete()
+        return AuthToken.objects.create(user=user)
 
 
 def rotate(user, current: AuthToken | None) -> tuple[AuthToken, str]:
-    """A new token in place of `current` (None: in place of every token `user` holds)."""
+    """A new token in place of `current` (None: in place of every token `user` holds).
+
+    Refused (TokenChangeRefused) if `current` was revoked after the request authenticated with it."""
     with transaction.atomic():
+        _one_change_at_a_time(user)
         if current is not None:
-            AuthToken.objects.filter(pk=current.pk).delete()
+            if not AuthToken.objects.filter(pk=current.pk).delete()[0]:
+                raise TokenChangeRefused("the token was revoked while it was being rotated")
         else:
             revoke_all(user)
         return issue(user)
 
 
+def revoke(token: AuthToken) -> None:
+    """Revoke one token (the one a request was sent with)."""
+    with transaction.atomic():
+        _one_change_at_a_time(token.user)
+        AuthToken.objects.filter(pk=token.pk).delete()
+
+
 def revoke_all(user) -> int:
     """Revoke every token of `user`; how many there were."""
-    return AuthToken.objects.filter(user=user).delete()[0]
+    with transaction.atomic():
+        _one_change_at_a_time(user)
+        return AuthToken.objects.filter(user=user).delete()[0]
 
 
 def active(user):
     return AuthToken.objects.filter(user=user).exclude(expiry__lt=timezone.now()).order_by("-created")
+
+
+def _stored_password(user) -> str | None:
+    return get_user_model().objects.filter(pk=user.pk).values_list("password", flat=True).first()
 
 
 class RevokeTokensOnPasswordChange:

@@ -13,5 +13,5 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("password_change/", views.PasswordChangeView.as_view(), name="password_change"),
     path("password_change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
-    path("token/", views.api_tokens, name="api-tokens"),
+    path("token/", views.ApiTokensView.as_view(), name="api-tokens"),
 ]

@@ -27,6 +27,12 @@ class DocsView(SpectacularSwaggerSplitView):
 
     permission_classes = [IsAuthenticated]
 
+    def options(self, request, *args, **kwargs):
+        # DRF's OPTIONS answer is data, which the page's template renderer has no template for (a 500):
+        # it is JSON here, as on every other API path.
+        request.accepted_renderer, request.accepted_media_type = JSONRenderer(), "application/json"
+        return super().options(request, *args, **kwargs)
+
     def handle_exception(self, exc):
         if isinstance(exc, NotAuthenticated):  # no session and no token; a bad token is still refused
             return redirect_to_login(self.request.get_full_path())

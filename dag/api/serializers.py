@@ -223,3 +223,7 @@ class PageErrorSerializer(serializers.Serializer):
     """A 400 of the session list: the paging parameter that is not one, and why (one of the two)."""
     page = serializers.ListField(child=serializers.CharField(), required=False)
     page_size = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+class NoBodySerializer(serializers.Serializer):
+    """The body of a POST that reads none (stopping a session): OPTIONS lists no fields for it."""

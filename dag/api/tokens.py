@@ -1,18 +1,27 @@
-"""`/api/token/`: exchange a username and password for a token, rotate it, revoke it."""
+"""`/api/token/`: exchange a username and password for a token, rotate it, revoke it.
+
+`POST /api/token/` counts against the password-attempt throttle that the login page shares, and any
+site can make a visitor's browser post to it. So it reads JSON only, which a browser sends to another
+site only after a CORS preflight this server never grants, and it refuses any other body, and anything
+a browser marks as sent from another site, before the throttle counts it. Otherwise ten posts from a
+plain `<form>` on any page would lock the visitor out of logging in.
+"""
 from __future__ import annotations
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema, inline_serializer
 from knox.models import AuthToken
 from rest_framework import serializers, status
 from rest_framework.authtoken.serializers import AuthTokenSerializer
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.exceptions import AuthenticationFailed, PermissionDenied, UnsupportedMediaType
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ..accounts import tokens
-from ..accounts.throttles import LoginRateThrottle
+from ..accounts.throttles import LoginRateThrottle, ThrottleUnavailable, logged_once
+from ..accounts.tokens import TokenChangeRefused
 from .parsers import JSONParser
 
 TokenSerializer = inline_serializer("Token", {
@@ -31,12 +40,24 @@ def current_token(request) -> AuthToken | None:
     return request.auth if isinstance(request.auth, AuthToken) else None
 
 
+def sent_from_another_site(request) -> bool:
+    """Whether the browser that sent `request` says another site's page made it (Sec-Fetch-Site, else an
+    Origin that is neither this server nor in CSRF_TRUSTED_ORIGINS). Scripts and curl send neither."""
+    fetch_site = request.META.get("HTTP_SEC_FETCH_SITE")
+    if fetch_site is not None:
+        return fetch_site == "cross-site"
+    origin = request.META.get("HTTP_ORIGIN")
+    if origin is None:
+        return False
+    return origin != f"{request.scheme}://{request.get_host()}" and origin not in settings.CSRF_TRUSTED_ORIGINS
+
+
 class TokenView(APIView):
     """POST: a new API token for a username and password (throttled with the login page). DELETE: revoke
     the token the request is sent with (from a browser session: every token of the user)."""
 
     renderer_classes = [JSONRenderer]
-    parser_classes = [FormParser, MultiPartParser, JSONParser]
+    parser_classes = [JSONParser]
 
     def get_permissions(self):
         return [AllowAny()] if self.request.method == "POST" else [IsAuthenticated()]
@@ -44,16 +65,39 @@ class TokenView(APIView):
     def get_throttles(self):
         return [LoginRateThrottle()] if self.request.method == "POST" else []
 
+    def check_throttles(self, request):
+        # Before the count (DRF checks throttles before it reads the body): only a request that can reach
+        # the password check is counted, so another site's posts cannot use up the visitor's attempts.
+        if request.method == "POST":
+            if self.get_content_negotiator().select_parser(request, self.get_parsers()) is None:
+                raise UnsupportedMediaType(request.content_type or "(none)",
+                                           detail=f"send the username and password as JSON (Content-Type: "
+                                                  f"application/json), not {request.content_type or 'no body type'!r}")
+            if sent_from_another_site(request):
+                raise PermissionDenied("a token cannot be asked for from another site's page")
+        super().check_throttles(request)
+
+    def handle_exception(self, exc):
+        response = super().handle_exception(exc)
+        return logged_once(response) if isinstance(exc, ThrottleUnavailable) else response
+
     @extend_schema(request=AuthTokenSerializer, responses={
         200: TokenSerializer,
         400: inline_serializer("TokenError", {"non_field_errors": serializers.ListField(
             child=serializers.CharField(), required=False, help_text="e.g. wrong username or password")}),
+        403: DetailSerializer,
+        415: DetailSerializer,
         429: DetailSerializer,
+        503: DetailSerializer,
     })
     def post(self, request):
         credentials = AuthTokenSerializer(data=request.data, context={"request": request})
         credentials.is_valid(raise_exception=True)
-        return token_answer(tokens.issue(credentials.validated_data["user"]))
+        try:
+            return token_answer(tokens.issue(credentials.validated_data["user"], password_just_checked=True))
+        except TokenChangeRefused:
+            # As a wrong password is answered: the one given stopped being the user's during the request.
+            raise serializers.ValidationError({"non_field_errors": ["Unable to log in with provided credentials."]})
 
     @extend_schema(request=None, responses={204: None, 401: DetailSerializer, 403: DetailSerializer})
     def delete(self, request):
@@ -61,7 +105,7 @@ class TokenView(APIView):
         if current is None:
             tokens.revoke_all(request.user)
         else:
-            current.delete()
+            tokens.revoke(current)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -73,4 +117,7 @@ class TokenRotateView(APIView):
 
     @extend_schema(request=None, responses={200: TokenSerializer, 401: DetailSerializer, 403: DetailSerializer})
     def post(self, request):
-        return token_answer(tokens.rotate(request.user, current_token(request)))
+        try:
+            return token_answer(tokens.rotate(request.user, current_token(request)))
+        except TokenChangeRefused:
+            raise AuthenticationFailed("Invalid token.") from None  # as if it had been revoked a moment sooner

@@ -20,8 +20,20 @@ from ..runs.launch import LaunchLimited, LaunchRejected, launch
 from ..runs.model_choice import available_models
 from . import examples
 from .serializers import (ExportSerializer, FunctionSerializer, LaunchErrorSerializer, LaunchLimitedSerializer,
-                          LaunchSerializer, ModelChoiceSerializer, NodeSerializer, NotFoundSerializer,
-                          PageErrorSerializer, SessionSerializer, SinceRevErrorSerializer)
+                          LaunchSerializer, ModelChoiceSerializer, NoBodySerializer, NodeSerializer,
+                          NotFoundSerializer, PageErrorSerializer, SessionSerializer, SinceRevErrorSerializer)
+
+
+# Revisions are 63-bit (a BigIntegerField), so a since_rev of more digits is after any of them and a page
+# size that long is too large; reading no more also keeps int() under its 4,300-digit limit.
+MAX_READ_DIGITS = 18
+
+
+def written_in_digits(raw: str) -> bool:
+    """Whether query parameter `raw` is a whole number of 0 or more written in ASCII digits alone: the one
+    rule of `page`, `page_size` and `since_rev`. int() alone also reads "+1", " 1 ", "1_0" and other
+    scripts' digits ("٣"); str.isdigit() alone takes "²", which int() refuses."""
+    return raw.isascii() and raw.isdigit()
 
 
 class ModelViewSet(viewsets.ViewSet):
@@ -64,9 +76,7 @@ class SessionPagination(PageNumberPagination):
         raw = request.query_params.get(self.page_size_query_param)
         if raw is None:
             return self.page_size
-        # isascii: str.isdigit() also accepts digits such as "²" that int() refuses; the length keeps
-        # int() under its 4,300-digit limit.
-        if not (raw.isascii() and raw.isdigit() and len(raw) <= 9 and 1 <= int(raw) <= self.max_page_size):
+        if not (written_in_digits(raw) and len(raw) <= MAX_READ_DIGITS and 1 <= int(raw) <= self.max_page_size):
             raise ValidationError({self.page_size_query_param: [
                 f"must be a whole number from 1 to {self.max_page_size}, got {raw[:40]!r}"]})
         return int(raw)
@@ -78,10 +88,10 @@ class SessionPagination(PageNumberPagination):
         raw = request.query_params.get(self.page_query_param)
         if raw is None or raw in self.last_page_strings:
             return super().get_page_number(request, paginator)
-        if not (raw.isascii() and raw.isdigit() and raw.strip("0")):
+        if not (written_in_digits(raw) and raw.strip("0")):
             raise ValidationError({self.page_query_param: [
                 f"must be a whole number from 1 (or \"last\"), got {raw[:40]!r}"]})
-        return raw
+        return raw  # however long: past the last page, Django's paginator makes it DRF's 404
 
     def get_paginated_response_schema(self, schema):
         """DRF's page shape, with examples of this API's own URLs (DRF's say /accounts/)."""
@@ -121,6 +131,12 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     def get_queryset(self):
         return Session.objects.filter(owner=self.request.user).order_by("-created_at")
 
+    def get_serializer_class(self):
+        """The body each POST reads, as OPTIONS describes it (its `actions`): a launch's, or none to stop.
+        DRF asks during OPTIONS with `action` "metadata" and the request cloned as the POST."""
+        action = self.action_map.get(self.request.method.lower()) if self.action == "metadata" else self.action
+        return {"create": LaunchSerializer, "stop": NoBodySerializer}.get(action, SessionSerializer)
+
     def get_object(self):
         # Read-your-writes: node writes of a run in this process still queued for their batch commit first.
         write_path.flush_session(self.kwargs.get(self.lookup_url_kwarg or self.lookup_field))
@@ -152,14 +168,12 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     def nodes(self, request, pk=None):
         session = self.get_object()
         raw = request.query_params.get("since_rev", "0")
-        try:
-            since_rev = int(raw)
-            if since_rev < 0:
-                raise ValueError
-        except ValueError:
-            return Response({"since_rev": [f"must be a whole number of 0 or more, got {raw!r}"]},
+        if not written_in_digits(raw):
+            return Response({"since_rev": [f"must be a whole number of 0 or more, got {raw[:40]!r}"]},
                             status=status.HTTP_400_BAD_REQUEST)
-        nodes = session.nodes.filter(rev__gt=since_rev).order_by("seq")
+        if len(raw.lstrip("0")) > MAX_READ_DIGITS:
+            return Response([])  # after any revision a session can reach: nothing has changed since
+        nodes = session.nodes.filter(rev__gt=int(raw)).order_by("seq")
         return Response([node.as_dict() for node in nodes])
 
     @extend_schema(parameters=[SESSION_ID], responses={200: ExportSerializer, 404: NotFoundSerializer},

@@ -212,3 +212,60 @@ def test_attempts_from_several_processes_at_once_are_all_counted(settings):
     outputs = [process.communicate(timeout=120) for process in processes]
     assert all(process.returncode == 0 for process in processes), [err for _, err in outputs]
     assert sum(int(out.strip()) for out, _ in outputs) == 10
+
+
+# --- another site's posts to POST /api/token/ ---------------------------------------------------------
+
+@pytest.mark.parametrize("content_type, body", [
+    ("application/x-www-form-urlencoded", "username=alice&password=guess"),  # a plain <form>
+    ("text/plain", '{"username": "alice", "password": "guess"}'),  # fetch(..., {mode: "no-cors"})
+    ("multipart/form-data; boundary=B",
+     '--B\r\nContent-Disposition: form-data; name="username"\r\n\r\nalice\r\n--B--\r\n'),
+])
+def test_another_sites_posts_cannot_use_up_the_visitors_login_attempts(user, clock, content_type, body):
+    """What a page on any site can make a visitor's browser send without a CORS preflight is refused
+    (415) before it is counted, so it cannot lock the visitor out of the login page sharing the count."""
+    for _ in range(10):
+        refused = Client().post("/api/token/", body, content_type=content_type, HTTP_SEC_FETCH_SITE="cross-site",
+                                HTTP_ORIGIN="https://elsewhere.example")
+        assert refused.status_code == 415 and refused["Content-Type"] == "application/json"
+    assert Client().post("/accounts/login/", {**RIGHT, "next": "/"}).status_code == 302
+
+
+@pytest.mark.parametrize("headers", [{"HTTP_SEC_FETCH_SITE": "cross-site"},
+                                     {"HTTP_ORIGIN": "https://elsewhere.example"},
+                                     {"HTTP_ORIGIN": "null"}])
+def test_json_a_browser_says_another_site_sent_is_refused_uncounted(user, clock, headers):
+    for _ in range(5):
+        refused = APIClient().post("/api/token/", RIGHT, format="json", **headers)
+        assert refused.status_code == 403 and "another site" in refused.json()["detail"]
+    assert APIClient().post("/api/token/", RIGHT, format="json").status_code == 200
+
+
+def test_json_from_this_sites_own_pages_gets_a_token(user, clock):
+    for headers in ({"HTTP_SEC_FETCH_SITE": "same-origin"}, {"HTTP_ORIGIN": "http://testserver"}):
+        assert APIClient().post("/api/token/", RIGHT, format="json", **headers).status_code == 200
+
+
+def test_a_json_login_is_still_counted(user, clock):
+    for _ in range(3):
+        assert APIClient().post("/api/token/", WRONG, format="json").status_code == 400
+    assert Client().post("/accounts/login/", RIGHT).status_code == 429
+
+
+# --- IPv6 clients -----------------------------------------------------------------------------------------
+
+def test_an_ipv6_client_is_counted_by_its_64_not_by_each_address(user, clock):
+    for host in ("2001:db8:0:7::1", "2001:db8:0:7::2", "2001:db8:0:7:ffff:ffff:ffff:ffff"):
+        assert Client(REMOTE_ADDR=host).post("/accounts/login/", WRONG).status_code == 200
+    assert Client(REMOTE_ADDR="2001:db8:0:7:abcd::9").post("/accounts/login/", RIGHT).status_code == 429
+    assert APIClient(REMOTE_ADDR="2001:db8:0:7::3").post("/api/token/", RIGHT, format="json").status_code == 429
+    # Another /64 has a count of its own.
+    assert Client(REMOTE_ADDR="2001:db8:0:8::1").post("/accounts/login/", {**RIGHT, "next": "/"}).status_code == 302
+
+
+def test_an_ipv4_client_on_a_dual_stack_socket_is_counted_as_its_ipv4_address(user, clock):
+    for _ in range(3):
+        Client(REMOTE_ADDR="::ffff:192.0.2.5").post("/accounts/login/", WRONG)
+    assert Client(REMOTE_ADDR="192.0.2.5").post("/accounts/login/", RIGHT).status_code == 429
+    assert Client(REMOTE_ADDR="192.0.2.6").post("/accounts/login/", {**RIGHT, "next": "/"}).status_code == 302

@@ -269,3 +269,83 @@ def test_a_redis_outage_is_logged_once_and_clients_converge_to_the_database(star
     assert server.trouble() == []
     assert len(re.findall(rf"WARNING {OUTAGE_LOGGER}: channel layer \(Redis\) unreachable", log)) == 1
     assert len(re.findall(rf"INFO {OUTAGE_LOGGER}: channel layer \(Redis\) reachable again", log)) == 1
+
+
+# --- password checks while the login throttle's Redis is down ----------------------------------------
+
+THROTTLE_LOGGER = "dag.accounts.throttles"
+RIGHT = {"username": "alice", "password": "alice-password-1"}
+
+
+@pytest.fixture
+def throttles_on_redis_at(settings, monkeypatch):
+    """Point the login throttle's count at a Redis at the URL given, with its outage notice fresh."""
+    from dag.accounts import throttles
+
+    monkeypatch.setattr(throttles, "_outage", throttles._OutageNotice())
+
+    def point_at(url: str) -> None:
+        settings.CACHES = {**settings.CACHES, "throttles": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url,
+            "KEY_PREFIX": settings.CACHES["throttles"]["KEY_PREFIX"]}}
+
+    return point_at
+
+
+def closed_port() -> int:
+    """A local port nothing listens on (bound, then closed, so no other service has it right now)."""
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def throttle_lines(caplog, level):
+    return [r for r in caplog.records if r.name == THROTTLE_LOGGER and r.levelno == level]
+
+
+def assert_refused_unchecked(api_answer, page_answer) -> None:
+    assert api_answer.status_code == 503 and api_answer["Content-Type"] == "application/json"
+    assert int(api_answer["Retry-After"]) > 0 and "Try again" in api_answer.json()["detail"]
+    assert page_answer.status_code == 503 and page_answer["Content-Type"] == "text/plain; charset=utf-8"
+    assert int(page_answer["Retry-After"]) > 0 and b"Try again" in page_answer.content
+
+
+@pytest.mark.django_db
+def test_with_the_throttles_redis_down_password_checks_are_a_503_logged_once(user, admin_user,
+                                                                            throttles_on_redis_at, caplog):
+    from django.test import Client
+    from rest_framework.test import APIClient
+
+    throttles_on_redis_at(f"redis://127.0.0.1:{closed_port()}/0")
+    caplog.set_level(logging.INFO)
+    for _ in range(5):
+        assert_refused_unchecked(APIClient().post("/api/token/", RIGHT, format="json"),
+                                 Client().post("/accounts/login/", {**RIGHT, "next": "/"}))
+    admin = Client().post("/admin/login/", {"username": admin_user.username, "password": "password"})
+    assert admin.status_code == 503 and int(admin["Retry-After"]) > 0
+    assert len(throttle_lines(caplog, logging.WARNING)) == 1
+    assert "unreachable" in throttle_lines(caplog, logging.WARNING)[0].getMessage()
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+
+
+@pytest.mark.skipif(not settings.REDIS_URL, reason="cuts a real Redis (REDIS_URL) off through a TCP proxy")
+@pytest.mark.django_db
+def test_password_checks_resume_when_the_throttles_redis_is_back(user, throttles_on_redis_at, redis_proxy, caplog):
+    from django.test import Client
+    from rest_framework.test import APIClient
+
+    throttles_on_redis_at(redis_proxy.url("redis", urlsplit(settings.REDIS_URL).path))
+    caplog.set_level(logging.INFO)
+    assert APIClient().post("/api/token/", RIGHT, format="json").status_code == 200
+    redis_proxy.cut()
+    for _ in range(3):
+        assert_refused_unchecked(APIClient().post("/api/token/", RIGHT, format="json"),
+                                 Client().post("/accounts/login/", {**RIGHT, "next": "/"}))
+    redis_proxy.restore()
+    assert APIClient().post("/api/token/", RIGHT, format="json").status_code == 200
+    assert Client().post("/accounts/login/", {**RIGHT, "next": "/"}).status_code == 302
+    assert len(throttle_lines(caplog, logging.WARNING)) == 1
+    back = throttle_lines(caplog, logging.INFO)
+    assert len(back) == 1 and "reachable again (6 attempts refused" in back[0].getMessage()
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]

@@ -167,11 +167,19 @@ def test_nodes_since_revision_in_seq_order(api, user, test_functions):
     assert api.get(f"/api/sessions/{session.pk}/nodes/?since_rev={current}").json() == []
 
 
-@pytest.mark.parametrize("value", ["x", "-1", "1.5"])
+@pytest.mark.parametrize("value", ["x", "-1", "1.5", "", "\u0663", "\u00b2", "1_0", "+1", " 1 ", "1\n"])
 def test_bad_since_rev_is_400(api, user, value):
+    """Read as `page` and `page_size` are: ASCII digits only (int() also reads "+1", " 1 ", "1_0", "٣")."""
     session = make_session(user)
-    response = api.get(f"/api/sessions/{session.pk}/nodes/?since_rev={value}")
+    response = api.get(f"/api/sessions/{session.pk}/nodes/", {"since_rev": value})
     assert response.status_code == 400 and "since_rev" in response.json()
+
+
+@pytest.mark.parametrize("digits", [19, 4_300, 5_000])
+def test_a_since_rev_past_any_revision_has_no_changes(api, user, digits):
+    session = make_session(user)
+    response = api.get(f"/api/sessions/{session.pk}/nodes/", {"since_rev": "9" * digits})
+    assert response.status_code == 200 and response.json() == []
 
 
 @pytest.mark.django_db(transaction=True)  # the run's heartbeat must see its session
@@ -244,19 +252,24 @@ def test_another_users_session_is_404(user, other_user, method, suffix):
 @pytest.mark.parametrize("method, path", [("get", "/api/functions/"), ("get", "/api/sessions/"),
                                           ("post", "/api/sessions/"), ("get", "/api/schema/")])
 def test_anonymous_requests_are_refused(method, path):
+    """A 401 naming the scheme to authenticate with, as the schema documents (DRF answers the first
+    authenticator's WWW-Authenticate, so the token's comes first)."""
     response = getattr(APIClient(), method)(path)
-    assert response.status_code in (401, 403)
+    assert response.status_code == 401 and response["WWW-Authenticate"] == "Token"
 
 
 def test_token_authentication(user):
     _, key = AuthToken.objects.create(user=user)
     make_session(user)
     client = APIClient()
-    assert client.get("/api/sessions/").status_code in (401, 403)
+    assert client.get("/api/sessions/").status_code == 401
     client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     assert client.get("/api/sessions/").json()["count"] == 1
-    client.credentials(HTTP_AUTHORIZATION="Token wrong")
-    assert client.get("/api/sessions/").status_code in (401, 403)
+    for unknown in ("Token wrong", f"Token {'0' * len(key)}"):
+        client.credentials(HTTP_AUTHORIZATION=unknown)
+        refused = client.get("/api/sessions/")
+        assert refused.status_code == 401 and refused["WWW-Authenticate"] == "Token"
+        assert refused.json() == {"detail": "Invalid token."}
 
 
 def test_token_endpoint_exchanges_a_password_for_the_token(user):
@@ -291,3 +304,13 @@ def test_a_session_records_the_model_it_was_launched_on(monkeypatch, user):
     assert configured_model() == "openai:gpt-4o-mini"
     monkeypatch.setenv("OPENPROGRAM_MODEL", "gpt-4o-mini")  # names no provider and no key is set
     assert configured_model() == ""
+
+
+# --- OPTIONS ---------------------------------------------------------------------------------------
+
+def test_options_describes_the_launch_body_and_no_body_to_stop(api, user):
+    launch = api.options("/api/sessions/")
+    assert launch.status_code == 200
+    assert set(launch.json()["actions"]["POST"]) == {"function", "args", "budget", "model"}
+    stop = api.options(f"/api/sessions/{make_session(user).pk}/stop/")
+    assert stop.status_code == 200 and stop.json()["actions"]["POST"] == {}

@@ -59,3 +59,12 @@ def test_the_session_schema_documents_the_run_summary_and_the_export_the_recorde
     assert session["warning"]["type"] == "string" and session["wall_ms"]["nullable"] is True
     recorded = schemas["Export"]["properties"]["session"]["$ref"].rsplit("/", 1)[1]
     assert not {"counts", "usage", "warning", "wall_ms"} & set(schemas[recorded]["properties"])
+
+
+@pytest.mark.django_db
+def test_options_on_the_docs_page_lists_its_methods_in_json(user):
+    client = APIClient()
+    client.force_authenticate(user)
+    response = client.options("/api/docs/")
+    assert response.status_code == 200 and response["Content-Type"] == "application/json"
+    assert "GET" in response["Allow"] and response.json()["name"]
