@@ -18,20 +18,9 @@ from rest_framework import parsers
 from rest_framework.exceptions import ParseError
 from rest_framework.utils import json
 
-MAX_DEPTH = 100
+from ..runs.launch_values import MAX_DEPTH, nested_deeper_than
+
 TOO_DEEP = f"JSON parse error - nested deeper than {MAX_DEPTH} levels of objects and arrays; send flatter data"
-
-
-def nested_deeper_than(value, limit: int) -> bool:
-    """Whether `value` nests objects and arrays more than `limit` levels deep (without recursing)."""
-    pending = [(value, 1)]
-    while pending:
-        item, depth = pending.pop()
-        if isinstance(item, (dict, list)):
-            if depth > limit:
-                return True
-            pending.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
-    return False
 
 
 class OutOfRangeNumber(float):

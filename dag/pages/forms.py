@@ -31,8 +31,8 @@ from django import forms
 
 from runtime.spec import short_repr
 
-from ..api.parsers import MAX_DEPTH, nested_deeper_than
 from ..runs.launch import argument_problems
+from ..runs.launch_values import MAX_DEPTH, nested_deeper_than
 
 OMIT = object()  # "leave this argument out" (a required one: the schema check then says so)
 

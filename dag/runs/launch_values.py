@@ -19,6 +19,22 @@ NOT_FINITE_NUMBER = f"must be a finite number, from -{_LARGEST} to {_LARGEST}"
 NOT_FINITE_INSIDE = f"must hold only finite numbers, from -{_LARGEST} to {_LARGEST}"
 
 
+# The deepest nesting of objects and arrays any door takes (a launch's body, its arguments, a form's JSON).
+MAX_DEPTH = 100
+
+
+def nested_deeper_than(value, limit: int) -> bool:
+    """Whether `value` nests objects and arrays more than `limit` levels deep (without recursing)."""
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return True
+            pending.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
 def first_leaf(value: Any, test: Callable[[Any], bool]) -> Any:
     """The first string, number or other scalar in `value` (keys included, at any depth) for which `test`
     is true, or None."""
