@@ -15,7 +15,8 @@ from ..recording import write_path
 from . import catalog, quotas
 from .executors import get_executor
 from .launch_budget import BudgetProblem, clean_budget
-from .launch_values import NUL_PROBLEM, SURROGATE_PROBLEM, holds_nul, lone_surrogate, non_finite_problem
+from .launch_values import (MAX_DEPTH, NUL_PROBLEM, SURROGATE_PROBLEM, holds_nul, lone_surrogate, nested_deeper_than,
+                            non_finite_problem)
 from .model_choice import ModelProblem, clean_model, configured_model
 
 NON_FIELD = "__all__"  # launch_budget's key for a problem with the budget as a whole
@@ -96,6 +97,10 @@ def schema_problems(tool, args) -> dict:
 
 def argument_problems(tool, args) -> dict:
     """Every problem with `args` for `tool`, by parameter name (WHOLE, None, for the arguments as a whole)."""
+    # The doors (the API's parser, the form, the CLI) refuse deeper data before this; a caller in Python
+    # must not reach the recursive checks below with it (a RecursionError).
+    if nested_deeper_than(args, MAX_DEPTH):
+        return {WHOLE: [f"arguments nest objects and arrays deeper than {MAX_DEPTH} levels; send flatter data"]}
     # First what the schema check's messages would quote but no response could carry: a lone surrogate,
     # or a number JSON cannot write (its range message would read "got inf").
     problems = unicode_problems(args) or finite_problems(args) or schema_problems(tool, args)

@@ -314,3 +314,18 @@ def test_options_describes_the_launch_body_and_no_body_to_stop(api, user):
     assert set(launch.json()["actions"]["POST"]) == {"function", "args", "budget", "model"}
     stop = api.options(f"/api/sessions/{make_session(user).pk}/stop/")
     assert stop.status_code == 200 and stop.json()["actions"]["POST"] == {}
+
+
+@pytest.mark.django_db
+def test_a_launch_from_python_with_arguments_nested_too_deep_is_refused_not_a_recursion_error(user):
+    # The API's parser, the form and the CLI refuse such data before the launch; Python code calling
+    # the launch directly gets the same answer, not a RecursionError from the checks.
+    from dag.runs.launch import LaunchRejected, create_session
+    deep: list = []
+    for _ in range(5_000):
+        deep = [deep]
+    with pytest.raises(LaunchRejected) as refused:
+        create_session(user, "slow_count", {"n": deep})
+    assert refused.value.errors == {"args": ["arguments nest objects and arrays deeper than 100 levels; "
+                                               "send flatter data"]}
+    assert not Session.objects.exists()
