@@ -35,6 +35,9 @@ DEFAULTS: dict[str, Any] = {
     "MAX_STORED_BYTES_PER_USER": 200_000_000,
     # Seconds between websocket heartbeats (each also repairs a lost last message from the database).
     "WS_HEARTBEAT_S": 5.0,
+    # Live websockets (session streams and session lists) one user may hold open at once in one server
+    # process (0: no limit); each holds its session's frames while it is sent, so sockets bound memory.
+    "MAX_LIVE_SOCKETS_PER_USER": 20,
     # A run's lease, seconds: a running session whose heartbeat is older is written off `interrupted`
     # by the reaper (dag.runs.reaper), and its run's later writes are refused.
     "LEASE_S": 15.0,
@@ -82,7 +85,7 @@ DEFAULTS: dict[str, Any] = {
 # The smallest value each numeric setting may take (a zero poll interval would be a busy loop).
 MINIMUMS: dict[str, float] = {
     "EXECUTOR_WORKERS": 1, "MAX_ARGS_BYTES": 1, "MAX_ACTIVE_RUNS_PER_USER": 0, "MAX_STORED_BYTES_PER_USER": 0,
-    "WS_HEARTBEAT_S": 0.1, "BROADCAST_WINDOW_S": 0, "LIST_UPDATE_S": 0, "WORKER_CONCURRENCY": 1,
+    "WS_HEARTBEAT_S": 0.1, "MAX_LIVE_SOCKETS_PER_USER": 0, "QUEUED_RESEND_S": 1, "BROADCAST_WINDOW_S": 0, "LIST_UPDATE_S": 0, "WORKER_CONCURRENCY": 1,
     "CELERY_VISIBILITY_TIMEOUT_S": 1, "STOP_POLL_S": 0.01, "CANCEL_DEADLINE_S": 0, "WRITE_BATCH_MS": 0,
     "WRITE_BATCH_ROWS": 0, "LEASE_S": 1, "HEARTBEAT_S": 0.1,
 }

@@ -113,10 +113,24 @@ def token_count(value: Any) -> int:
 
 
 def clean_usage(usage: Any) -> dict:
-    """`usage` with "input_tokens" and "output_tokens" as non-negative ints, whatever a provider returned
-    (any other counts it reports, such as cached tokens, kept as they are)."""
+    """`usage` with "input_tokens" and "output_tokens" as non-negative ints, whatever a provider returned,
+    and up to 32 other counts it reports (cached or reasoning tokens, say): those with a name of at most
+    64 characters and a finite number as value (no bool; an int within 64 bits). A usage is stored with
+    its node and streamed to every viewer, so a provider of one's own must not make it large."""
     usage = usage if isinstance(usage, dict) else {}
-    return {**usage, "input_tokens": token_count(usage.get("input_tokens")),
+    extras = {}
+    for name, value in usage.items():
+        if len(extras) == 32:
+            break
+        if not isinstance(name, str) or len(name) > 64 or name in ("input_tokens", "output_tokens"):
+            continue
+        if isinstance(value, bool):
+            continue
+        # abs(x) < inf is False for an infinity and for NaN; an int past 64 bits is no count (and one
+        # of thousands of digits cannot even be written as JSON).
+        if (isinstance(value, int) and abs(value) < 2**63) or (isinstance(value, float) and abs(value) < float("inf")):
+            extras[name] = value
+    return {**extras, "input_tokens": token_count(usage.get("input_tokens")),
             "output_tokens": token_count(usage.get("output_tokens"))}
 
 

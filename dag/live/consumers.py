@@ -2,9 +2,10 @@
 
 Protocol (server -> client, JSON):
 - `{"type": "snapshot", "session": {...}, "nodes": [...], "rev": R, "since_rev": S, "now": T, "more": M}`:
-  the state up to revision R. `since_rev` null means the full DAG (replace); a number means only rows
-  changed after S (merge); `now` is the server's time (ISO, as the nodes' times are). Sent on connect,
-  and again whenever the server repairs a gap from the database. A large snapshot continues in
+  the state up to revision R. `since_rev` null means the full DAG (replace, and R is the revision to go
+  on from, even one below the client's own: a database restored from a backup); a number means only
+  rows changed after S (merge); `now` is the server's time (ISO, as the nodes' times are). Sent on
+  connect, and again whenever the server repairs a gap from the database. A large snapshot continues in
   `{"type": "snapshot_more", "nodes": [...], "rev": R, "more": M}` frames until `more` is false (see
   dag.live.frames: frames stay under 1 MiB).
 - `{"type": "node"|"session", "rev": R, ...}` and `{"type": "batch", "items": [...], "rev": R}`: live
@@ -12,16 +13,28 @@ Protocol (server -> client, JSON):
 - `{"type": "heartbeat", "rev": R, "now": T}` every `OPENPROGRAM_WS_HEARTBEAT_S` seconds. With the
   snapshot's, its `now` lets a browser time a running call by the clock its start was stamped by, not
   its own, which may be off by minutes or hours.
-Close codes: 4400 a bad session id or query parameter, 4404 not logged in, not the owner, or no such
-session (one code, so the stream does not reveal which sessions exist), checked on connect and again at
-every heartbeat: a new owner ends the stream, and so does a logout or a password change, by way of 1000
-(the login the socket was opened with has ended: the page reconnects, and `connect()` decides; a
-logout is told at once, the heartbeat is the backstop; see dag.live.login_check); 4404 too for a path that is no stream (`NoSuchStreamConsumer`); 4503 (try again later) when the channel layer (Redis) cannot be reached:
-the client reconnects and resyncs by revision, as after any drop (see dag.live.layer_outage).
+
+Close codes:
+- 4400: a bad session id or query parameter.
+- 4404: not logged in, not the owner, or no such session (one code, so the stream does not reveal which
+  sessions exist); also for a path that is no stream (`NoSuchStreamConsumer`). Checked on connect, at
+  every heartbeat, and whenever the session itself changes or is re-read from the database: a change of
+  owner (an admin's) publishes a `session` change, and the stream closes before it forwards that or
+  anything after it.
+- 4429: the user has `OPENPROGRAM_MAX_LIVE_SOCKETS_PER_USER` live sockets (streams and session lists)
+  open in this server process already (dag.live.socket_limit). The page retries with its backoff.
+- 4503 (try again later): the channel layer (Redis) cannot be reached; the client reconnects and
+  resyncs by revision, as after any drop (see dag.live.layer_outage).
+- 1000: the login the socket was opened with has ended (a logout, told at once; a password change,
+  found by the heartbeat; see dag.live.login_check): the page reconnects, and `connect()` decides.
 
 The database is the truth: the consumer joins the session's group *before* reading the snapshot and
 drops live messages the snapshot already covers; when the layer loses or reorders a message (a rev gap),
 or the heartbeat finds the database ahead of what was sent, it re-reads the changes from the database.
+
+What one socket makes the server hold is bounded only by the number of sockets (4429 above): Daphne
+gives a consumer no way to wait until its client has read what was sent, and this consumer's handlers
+run one at a time, so it cannot wait for a client's acknowledgement in the middle of sending a snapshot.
 
 On the in-memory layer (the embedded default) no message from another process can arrive: a session
 that a `run_function` process (or any process but this one) runs would only move at each heartbeat.
@@ -44,10 +57,11 @@ from ..models import Node, Session
 from ..recording import clock
 from ..runs.leases import worker_id
 from . import broadcast
-from .frames import encoded_live_frames, snapshot_frames
+from .frames import encoded_live_frames, is_session_change, snapshot_frames
 from .layer_outage import ClosesOnLayerOutage
 from .login_check import CLOSE_RECONNECT, EndsWithItsLogin, login_still_holds
 from .node_rows import node_dicts
+from .socket_limit import CLOSE_TOO_MANY_SOCKETS, TOO_MANY_SOCKETS_REASON, LimitedPerUser
 
 log = logging.getLogger(__name__)
 
@@ -87,8 +101,9 @@ def parse_stream_request(session_id: str, query_string: bytes) -> tuple[uuid.UUI
 SNAPSHOT_CHUNK = 2000
 
 
-def read_session(session_id: uuid.UUID) -> dict | None:
-    session = Session.objects.filter(pk=session_id).first()
+def read_owned_session(session_id: uuid.UUID, owner_id) -> dict | None:
+    """The session's record, None if it is gone or no longer owned by `owner_id`."""
+    session = Session.objects.filter(pk=session_id, owner_id=owner_id).first()
     return session.as_dict() if session is not None else None
 
 
@@ -125,7 +140,7 @@ def run_state(session_id: uuid.UUID) -> tuple[int, str, str] | None:
 REMOTE_POLL_S = 0.2
 
 
-class SessionConsumer(EndsWithItsLogin, ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
+class SessionConsumer(LimitedPerUser, EndsWithItsLogin, ClosesOnLayerOutage, AsyncJsonWebsocketConsumer):
     layer_use = "a live stream's layer call"
     session_id: uuid.UUID | None = None
     group: str | None = None
@@ -149,8 +164,14 @@ class SessionConsumer(EndsWithItsLogin, ClosesOnLayerOutage, AsyncJsonWebsocketC
             await self.close(code=CLOSE_BAD_REQUEST, reason=str(exc)[:120])
             return
         user = self.scope.get("user")
-        if user is None or not user.is_authenticated or not await database_sync_to_async(
-                owned_session_exists)(user, session_id):
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_NOT_FOUND, reason="no such session")
+            return
+        # Counted before the database is asked: a user at the cap costs the server no query either.
+        if not self.take_socket_slot(user):
+            await self.close(code=CLOSE_TOO_MANY_SOCKETS, reason=TOO_MANY_SOCKETS_REASON)
+            return
+        if not await database_sync_to_async(owned_session_exists)(user, session_id):
             await self.close(code=CLOSE_NOT_FOUND, reason="no such session")
             return
         self.user = user
@@ -206,20 +227,39 @@ class SessionConsumer(EndsWithItsLogin, ClosesOnLayerOutage, AsyncJsonWebsocketC
         async with self._lock:
             if self.rev is None or self.refused:
                 return
-            revs, fresh, gap = [], [], False
+            revs, fresh, gap, last = [], [], False, self.rev
             for rev, encoded in sorted(zip(event["revs"], event["items"]), key=lambda pair: pair[0]):
-                if rev <= self.rev:
+                if rev <= last:
                     continue  # already in the snapshot or sent before
-                if rev != self.rev + 1:
+                if rev != last + 1:
                     gap = True  # lost or not yet delivered: the database has it
                     break
                 revs.append(rev)
                 fresh.append(encoded)
-                self.rev = rev
+                last = rev
+            # A session change may be an admin giving the session to someone else: asked before this
+            # batch (and what follows that change in it) goes out, not at the next heartbeat. Session
+            # changes are rare (a run's start, budget and end; an admin's edit): a query only then.
+            if any(map(is_session_change, fresh)) and not await self._still_owned():
+                return
+            self.rev = last
             for frame in encoded_live_frames(revs, fresh) if fresh else ():
                 await self.send(text_data=frame)
             if gap:
                 await self._send_changes(self.rev)
+
+    async def _still_owned(self) -> bool:
+        """Whether the viewer still owns the session; if not, the stream is closed (4404) and refused."""
+        if await database_sync_to_async(owned_rev)(self.session_id, self.user.pk) is not None:
+            return True
+        await self._refuse()
+        return False
+
+    async def _refuse(self) -> None:
+        """Close with 4404, sending nothing more: changes of the session may still be on their way."""
+        self.refused = True
+        self.stop_tasks()
+        await self.close(code=CLOSE_NOT_FOUND, reason="no such session")
 
     async def _send_changes(self, since_rev: int | None) -> bool:
         """Send the database's changes after `since_rev` as a snapshot; False if the session is gone (or
@@ -231,11 +271,9 @@ class SessionConsumer(EndsWithItsLogin, ClosesOnLayerOutage, AsyncJsonWebsocketC
         """
         if self.refused:
             return False
-        session = await database_sync_to_async(read_session)(self.session_id)
-        if session is None:
-            self.refused = True  # nothing more is sent: changes of it may still be on their way
-            self.stop_tasks()
-            await self.close(code=CLOSE_NOT_FOUND, reason="no such session")
+        session = await database_sync_to_async(read_owned_session)(self.session_id, self.user.pk)
+        if session is None:  # gone, or given to someone else
+            await self._refuse()
             return False
         rev = session["rev"]
         if since_rev is not None and since_rev > rev:
@@ -270,8 +308,7 @@ class SessionConsumer(EndsWithItsLogin, ClosesOnLayerOutage, AsyncJsonWebsocketC
                     # Checked first: nothing more is sent to a viewer who may no longer see the session.
                     latest = await database_sync_to_async(owned_rev)(self.session_id, self.user.pk)
                     if latest is None:
-                        self.refused = True
-                        await self.close(code=CLOSE_NOT_FOUND, reason="no such session")
+                        await self._refuse()
                         return
                     if not await login_still_holds(self.scope, self.user):
                         self.refused = True

@@ -2,8 +2,10 @@
 
 Daphne's websocket library refuses to send a message over 1 MiB (and drops the connection), while a
 snapshot of ten thousand nodes is several megabytes and one node may hold a huge output. So:
-- every node is encoded once, and a node too large to stream has its big fields cut to a preview
-  (the database keeps them whole; the export has them);
+- every node is encoded once, and a node (or session) record over `NODE_LIMIT` has each of its large
+  values cut to a preview of at most about `PREVIEW_CHARS` characters of JSON, whichever field it is
+  (an output, or a provider's `usage`), and lists them in `truncated`: the database keeps them whole,
+  and the export has them;
 - lists of nodes are split across frames: a snapshot becomes `snapshot` (with `more: true`) followed by
   `snapshot_more` frames, the last with `more: false`; a batch becomes several batches, each with the
   rev of its last item.
@@ -20,6 +22,9 @@ NODE_LIMIT = 200_000  # bytes one streamed node may take before its big fields a
 PREVIEW_CHARS = 2_000
 NODE_FIELDS = ("input", "output", "error", "doc")
 SESSION_FIELDS = ("args", "result", "error")
+# What a browser needs to place a record in the tree, kept when nothing else fits (a safety net: a node
+# or session record has too few fields to get there).
+PLACING_FIELDS = ("id", "seq", "parent", "kind", "name", "status", "depth", "rev")
 
 
 def dumps(value) -> str:
@@ -27,20 +32,38 @@ def dumps(value) -> str:
 
 
 def fit(record: dict, fields=NODE_FIELDS) -> str:
-    """The record's JSON, with oversized `fields` replaced by a preview and listed in `truncated`."""
+    """The record's JSON, at most NODE_LIMIT characters: if it is over, every value whose JSON is over
+    PREVIEW_CHARS is replaced by a preview and named in `truncated` (`fields`, those expected to be
+    large, first)."""
     text = dumps(record)
     if len(text) <= NODE_LIMIT:
         return text
     record = dict(record)
     cut = []
-    for field in fields:
+    for field in [*fields, *(key for key in record if key not in fields)]:
         value = record.get(field)
-        encoded = value if isinstance(value, str) else dumps(value)
+        encoded = dumps(value)
         if len(encoded) > PREVIEW_CHARS:
-            record[field] = encoded[:PREVIEW_CHARS] + f"… ({len(encoded) - PREVIEW_CHARS} more characters)"
+            record[field] = preview(value if isinstance(value, str) else encoded)
             cut.append(field)
     record["truncated"] = cut
-    return dumps(record)
+    text = dumps(record)
+    if len(text) <= NODE_LIMIT:
+        return text
+    # Only a record of far more fields than a node or a session has gets here: what places it in the
+    # tree is kept (each value a preview at most), and "*" says that everything else was left out.
+    kept = {key: record[key] for key in PLACING_FIELDS if key in record}
+    return dumps({**kept, "truncated": ["*"]})
+
+
+def preview(text: str) -> str:
+    """The start of `text` as a string whose JSON is at most about PREVIEW_CHARS characters, saying how
+    much was left out."""
+    keep = PREVIEW_CHARS
+    # A character may take up to 12 in JSON (an emoji as two \u escapes): shorten until it fits.
+    while (encoded := len(dumps(text[:keep]))) > PREVIEW_CHARS + 2:
+        keep = keep * PREVIEW_CHARS // encoded
+    return text[:keep] + f"… ({len(text) - keep} more characters)"
 
 
 class NodeItem(dict):
@@ -92,6 +115,11 @@ def encode_item(item: dict) -> str:
     return dumps(item)
 
 
+def is_session_change(encoded: str) -> bool:
+    """Whether an encoded live change (`encode_item`) is a change of the session record itself."""
+    return encoded.startswith('{"type":"session"')
+
+
 def _chunks(parts: list[str], room: int) -> Iterator[list[str]]:
     """Consecutive runs of `parts` whose joined size stays within `room` (at least one part each)."""
     chunk, size = [], 0
@@ -122,14 +150,10 @@ def snapshot_frames(session: dict | None, nodes: list[dict], rev: int, since_rev
     return frames
 
 
-def live_frames(items: list[dict]) -> list[str]:
-    """Contiguous live changes as frames: one change as itself, several as batches."""
-    return encoded_live_frames([item["rev"] for item in items], [encode_item(item) for item in items])
-
-
 def encoded_live_frames(revs: list[int], encoded: list[str]) -> list[str]:
-    """`live_frames` of changes already encoded (`encode_item`), each with its rev: the broadcaster
-    encodes a change once, whatever the number of viewers, and the layer carries only strings."""
+    """Contiguous live changes, already encoded (`encode_item`), each with its rev, as frames: one
+    change as itself, several as batches. The broadcaster encodes a change once, whatever the number
+    of viewers, and the layer carries only strings."""
     if len(encoded) == 1:
         return list(encoded)
     frames = []

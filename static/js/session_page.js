@@ -176,6 +176,7 @@ const stream = new SessionStream(root.dataset.wsPath, {
       const keep = {collapsed: model.collapsed, openGroups: model.openGroups};
       model.reset();
       Object.assign(model, keep); // a full resync keeps what the user opened and closed
+      header.session = null; // the server's picture replaces the page's, even at a lower revision
     }
     // Opening a finished run starts at the top; a running one (or a catch-up) follows its newest node.
     state.snapshotFollows = !(terminal.has(message.session.status) && message.since_rev === null);

@@ -176,6 +176,41 @@ def test_a_dropped_connection_reconnects_from_the_last_revision(page):
     expect(rows(page, ".kind-code")).to_have_count(Node.objects.filter(session_id=session_id).count())
 
 
+def test_after_a_full_snapshot_below_its_revision_the_stream_goes_on_from_the_snapshots(page):
+    # The page knows revision 100 and reconnects; the server's database (restored from a backup) is at
+    # 10, so it answers with a full snapshot at 10. The changes after it must apply, not be dropped as
+    # old. Driven with a stand-in socket: the real server cannot be made to go back in time mid-test.
+    page.goto("/sessions/")
+    seen = page.evaluate("""async () => {
+      const {SessionStream} = await import("/static/js/live/stream.js");
+      const path = "/ws/sessions/00000000-0000-4000-8000-000000000000/";
+      const sockets = [], RealWebSocket = window.WebSocket;
+      window.WebSocket = class { constructor(url) { this.url = url; sockets.push(this); } close() {} };
+      try {
+        const applied = [];
+        const stream = new SessionStream(path, {
+          onSnapshot() {}, onSnapshotMore() {}, onState() {},
+          onChanges(items) { applied.push(...items.map((item) => item.rev)); },
+        }, 5);
+        stream.rev = 100;
+        stream.connect();
+        const socket = sockets.find((one) => one.url.includes(path));
+        const send = (message) => socket.onmessage({data: JSON.stringify(message)});
+        const now = new Date().toISOString();
+        send({type: "snapshot", since_rev: null, rev: 10, now, more: false, session: {rev: 10}, nodes: []});
+        send({type: "node", rev: 11, node: {id: 1, rev: 11}});
+        send({type: "batch", rev: 12, items: [{type: "node", rev: 12, node: {id: 2, rev: 12}}]});
+        send({type: "heartbeat", rev: 12, now});
+        clearTimeout(stream.watchdog);
+        return {url: socket.url, rev: stream.rev, applied, streamSockets: sockets.filter((one) => one.url.includes(path)).length};
+      } finally {
+        window.WebSocket = RealWebSocket;
+      }
+    }""")
+    assert seen["url"].endswith("?since_rev=100")
+    assert {key: seen[key] for key in ("rev", "applied", "streamSockets")} == {"rev": 12, "applied": [11, 12], "streamSockets": 1}
+
+
 def test_a_budget_breach_is_marked_on_the_node_and_in_the_gauge(page, user):
     session = make_session(user, function="research_agent", status="error", rev=3, node_count=2,
                            error="BudgetExceeded: max_llm_calls 3 reached",

@@ -3,9 +3,13 @@
 // The server sends a snapshot, then changes in rev order. If a change arrives whose rev is not the next
 // one, or the socket drops, or nothing (not even a heartbeat) arrives for a while, the stream reconnects
 // with ?since_rev=<last rev applied> and the server replays what was missed from the database.
+// A full snapshot (since_rev null) is the server's whole state: its revision is the one to go on from,
+// even below the page's own (the database was restored from a backup).
 
 import {heardServerTime} from "../server_clock.js";
 
+// Every other close is retried with a growing backoff: 4429 (too many live views open) included, so a
+// page comes back once another tab closes.
 const FATAL_CODES = new Set([4400, 4404]);
 const MAX_BACKOFF_MS = 8000;
 
@@ -19,6 +23,7 @@ export class SessionStream {
     this.path = path;
     this.handlers = handlers;
     this.rev = null;
+    this.fullSnapshot = false; // the snapshot arriving replaces everything (since_rev null)
     this.socket = null;
     this.backoffMs = 250;
     this.silenceMs = Math.max(3000, heartbeatS * 3000);
@@ -72,6 +77,7 @@ export class SessionStream {
       case "snapshot":
         heardServerTime(message.now);
         this.backoffMs = 250;
+        this.fullSnapshot = message.since_rev === null;
         this.handlers.onSnapshot(message);
         this.finishSnapshot(message);
         break;
@@ -97,7 +103,7 @@ export class SessionStream {
 
   finishSnapshot(message) {
     if (message.more) return; // the revision counts only once every part is in
-    this.rev = this.rev === null ? message.rev : Math.max(this.rev, message.rev);
+    this.rev = this.rev === null || this.fullSnapshot ? message.rev : Math.max(this.rev, message.rev);
     this.handlers.onState("live");
   }
 

@@ -11,3 +11,11 @@ def fresh_channel_layer():
     channel_layers.backends = {}
     yield
     channel_layers.backends = {}
+
+
+@pytest.fixture
+def session(user):
+    """A session of `user`'s, not yet run."""
+    from dag.models import Session
+
+    return Session.objects.create(owner=user, function="wiki_agent", args={"question": "q"})
