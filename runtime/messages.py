@@ -112,17 +112,23 @@ def token_count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
+# What a usage may hold beside its two token counts: it is stored with its node and streamed to every
+# viewer, so a provider of one's own must not make it large.
+MAX_USAGE_EXTRAS = 32
+MAX_USAGE_NAME_CHARS = 64
+
+
 def clean_usage(usage: Any) -> dict:
     """`usage` with "input_tokens" and "output_tokens" as non-negative ints, whatever a provider returned,
-    and up to 32 other counts it reports (cached or reasoning tokens, say): those with a name of at most
-    64 characters and a finite number as value (no bool; an int within 64 bits). A usage is stored with
-    its node and streamed to every viewer, so a provider of one's own must not make it large."""
+    and up to MAX_USAGE_EXTRAS other counts it reports (cached or reasoning tokens, say): those with a
+    name of at most MAX_USAGE_NAME_CHARS characters and a finite number as value (no bool; an int within
+    64 bits)."""
     usage = usage if isinstance(usage, dict) else {}
     extras = {}
     for name, value in usage.items():
-        if len(extras) == 32:
+        if len(extras) == MAX_USAGE_EXTRAS:
             break
-        if not isinstance(name, str) or len(name) > 64 or name in ("input_tokens", "output_tokens"):
+        if not isinstance(name, str) or len(name) > MAX_USAGE_NAME_CHARS or name in ("input_tokens", "output_tokens"):
             continue
         if isinstance(value, bool):
             continue
