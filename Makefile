@@ -26,7 +26,7 @@ setup: $(STAMP)
 run: $(STAMP)
 	@$(BIN)/python bin/ensure-port-free "$(HOST)" "$(PORT)"
 	@$(BIN)/python bin/prepare-run
-	$(BIN)/daphne -b $(HOST) -p $(PORT) openprogram_web.asgi:application
+	$(BIN)/daphne -b $(HOST) -p $(PORT) openprogram_web.serve:application
 
 # One Celery worker for OPENPROGRAM_EXECUTOR=celery (README, "Scaling out"): the same venv and environment
 # as the web process; a threads pool (runs wait on models, not the CPU) of OPENPROGRAM_WORKER_CONCURRENCY

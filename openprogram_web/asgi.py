@@ -45,7 +45,8 @@ class StaticFilesHandler(ASGIStaticFilesHandler):
 class StartsReaper:
     """Starts this process's lease reaper at its first connection, so a web process, too, writes off the
     sessions of a worker that died (with no worker left alive, nobody else would). Not at import:
-    `manage.py` commands and tests import this module without serving."""
+    `manage.py` commands and tests import this module without serving; a server serves
+    `openprogram_web.serve`, which starts the reaper as it loads."""
 
     def __init__(self, app):
         self.app = app

@@ -6,8 +6,9 @@ hung or lost the database. `reap()` ends each such session `interrupted` through
 the worker and when it was last seen); from then on that run's writes are refused by the lease fence.
 
 Every process that runs sessions or serves runs one reaper thread, every LEASE_S / 2 seconds: it starts
-with the process's first lease (`dag.runs.leases`) and with the web process's first request
-(`openprogram_web.asgi`), never in management commands such as `migrate`. Several reapers are
+with the process's first lease (`dag.runs.leases`) and with the web server (`openprogram_web.serve`,
+or at the first connection of an application imported from `openprogram_web.asgi`), never in management
+commands such as `migrate`. Several reapers are
 harmless: the compare-and-set makes exactly one of them end a session. Sessions running with no
 heartbeat (claimed without a lease) are not the reaper's; `bin/prepare-run` handles them.
 

@@ -23,7 +23,7 @@ class DaphneServer:
         self._log = log_path.open("w")
         self.process = subprocess.Popen(
             [str(Path(sys.executable).parent / "daphne"), "-e", "tcp:port=0:interface=127.0.0.1",
-             "openprogram_web.asgi:application"],
+             "openprogram_web.serve:application"],
             cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT)
         self.url = self._wait_for_port()
 

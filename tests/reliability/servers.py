@@ -54,7 +54,7 @@ class LiveServer(DaphneServer):
         self._log = log_path.open("w")
         self.process = subprocess.Popen(
             [str(Path(sys.executable).parent / "daphne"), "-e", f"tcp:port={port}:interface=127.0.0.1",
-             "openprogram_web.asgi:application"],
+             "openprogram_web.serve:application"],
             cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT)
         self.pid = self.process.pid
         self.url = self._wait_for_port()

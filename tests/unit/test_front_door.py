@@ -110,7 +110,7 @@ def test_run_starts_django_once_before_serving(tmp_path):
 
     assert done.returncode == 0, done.stderr
     calls = [line for line in log.read_text().splitlines() if "ensure-port-free" not in line]
-    assert calls == ["python bin/prepare-run", f"daphne -b 127.0.0.1 -p {port} openprogram_web.asgi:application"]
+    assert calls == ["python bin/prepare-run", f"daphne -b 127.0.0.1 -p {port} openprogram_web.serve:application"]
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")

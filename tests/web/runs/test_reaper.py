@@ -132,6 +132,23 @@ async def test_a_web_process_starts_its_reaper_at_its_first_connection_only(monk
     assert isinstance(asgi.application, asgi.StartsReaper)
 
 
+@pytest.mark.parametrize("module, starts", [("openprogram_web.serve", True), ("openprogram_web.asgi", False)])
+def test_the_server_entry_starts_the_reaper_as_it_loads_and_the_application_module_does_not(tmp_path, module, starts):
+    # A server just started, with no one connecting, must still write off a dead worker's sessions.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    code = (f"import threading, {module}; "
+            "print(any(t.name == 'openprogram-reaper' for t in threading.enumerate()))")
+    env = {**os.environ, "OPENPROGRAM_VAR_DIR": str(tmp_path / "var")}
+    env.pop("DATABASE_URL", None)
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[3], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-1] == str(starts)
+
+
 def test_a_session_deleted_under_the_reaper_or_its_run_ends_nothing_and_stops_the_run():
     """Deleted (an admin) after the reaper read it or while its run goes on: finishing it changes
     nothing and says so, the reaper's pass goes on, and the run's next write stops it."""
