@@ -6,6 +6,8 @@ import importlib
 from django.core.checks import Error, register
 from django.core.exceptions import ImproperlyConfigured
 
+from runtime.environment import environment_problems
+
 from .conf import DEFAULTS, conf
 
 
@@ -21,6 +23,28 @@ def settings_are_valid(app_configs=None, **kwargs) -> list[Error]:
             errors.append(Error(str(exc), hint="Fix or unset the variable (README, \"Configuration\").",
                                 id="dag.E003"))
     return errors
+
+
+@register()
+def runtime_environment_is_valid(app_configs=None, **kwargs) -> list[Error]:
+    """The runtime's own OPENPROGRAM_* variables (the default budget, model timeouts and retries, the
+    reply caps, OPENPROGRAM_UNATTENDED) read too: each is read only when a run needs it, where a bad
+    value would end every run `error` on a server that started as if all were well."""
+    return [Error(problem, hint="Fix or unset the variable (README, \"Configuration\").", id="dag.E005")
+            for problem in environment_problems()]
+
+
+@register()
+def executor_is_known(app_configs=None, **kwargs) -> list[Error]:
+    """OPENPROGRAM_EXECUTOR names an executor: a typo is named here, not as a traceback at the first launch."""
+    from .runs.executors import executor_class
+    try:
+        executor_class(conf.EXECUTOR)
+    except ImproperlyConfigured:
+        return []  # said by settings_are_valid
+    except (ImportError, TypeError) as exc:
+        return [Error(str(exc), hint="Fix or unset the variable (README, \"Configuration\").", id="dag.E006")]
+    return []
 
 
 @register()

@@ -17,6 +17,8 @@ from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 
+from runtime.environment import OFF_WORDS, ON_WORDS  # an on/off setting's words, as the runtime's own
+
 PREFIX = "OPENPROGRAM_"
 
 DEFAULTS: dict[str, Any] = {
@@ -107,8 +109,6 @@ DERIVED: dict[str, tuple[str, Any]] = {
     # Django's USE_TZ, read on the recording hot path (dag.recording.clock).
     "USE_TZ": ("USE_TZ", bool),
 }
-# The words an on/off setting (and a bool argument of `run_function`) may say, in pairs.
-ON_WORDS, OFF_WORDS = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
 def _convert(name: str, value: Any) -> Any:

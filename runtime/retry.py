@@ -44,6 +44,8 @@ def env_number(name: str, default, kind: type = float):
         value = kind(raw)
     except ValueError:
         raise ValueError(f"environment variable {name}={raw!r} is not a valid {kind.__name__}") from None
+    if not math.isfinite(value):  # float() reads "nan" and "inf", which pass any comparison or none
+        raise ValueError(f"environment variable {name}={raw!r} must be a finite number")
     if value < 0:
         raise ValueError(f"environment variable {name}={raw!r} must not be negative")
     return value

@@ -16,17 +16,12 @@ from . import interrupt
 from .context import _current_runtime, _system_override
 from .default_budget import close_frameless_tree, open_frameless_tree
 from .dispatch import ResultCache
+from .environment import unattended_by_default
 from .exec_loop import run_exec, run_llm
 from .policy import DEFAULT_TOOLSET  # noqa: F401  (the seed's name, read here by users and tests)
 from .providers.base import Provider, create_provider, resolve_model, split_model_spec
 from .providers.callable import CallableProvider
 from .situation import _SITUATIONAL_TEMPLATE, _situational_prefix  # noqa: F401  (the seed's names)
-
-def _env_flag(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
-    if value is None or not value.strip():
-        return default
-    return value.strip().lower() not in ("0", "false", "no", "off")
 
 
 class Runtime:
@@ -60,7 +55,7 @@ class Runtime:
         self._lock = threading.Lock()
         self._system = system
         self.model = model
-        self.unattended = _env_flag("OPENPROGRAM_UNATTENDED", True) if unattended is None else unattended
+        self.unattended = unattended_by_default() if unattended is None else unattended
         deny = unattended_deny if unattended_deny is not None else os.environ.get("OPENPROGRAM_UNATTENDED_DENY", "")
         self.unattended_deny = tuple(n.strip() for n in (deny.split(",") if isinstance(deny, str) else deny) if n.strip())
         self.source = source if source is not None else os.environ.get("OPENPROGRAM_SOURCE") or None

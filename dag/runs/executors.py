@@ -229,6 +229,19 @@ def run_in_this_thread(session_id) -> None:
         connection.close()
 
 
+def executor_class(name: str) -> type[Executor]:
+    """The Executor subclass OPENPROGRAM_EXECUTOR's value `name` stands for; ImportError or TypeError
+    naming the value if there is none."""
+    try:
+        cls = import_string(executor_path(name))
+    except ImportError as exc:
+        raise ImportError(f"OPENPROGRAM_EXECUTOR={name!r} cannot be imported: {exc} (use "
+                          f"{' or '.join(EXECUTORS)}, or a dotted path to an Executor subclass)") from exc
+    if not (isinstance(cls, type) and issubclass(cls, Executor)):
+        raise TypeError(f"OPENPROGRAM_EXECUTOR={name!r} is not a dag.runs.executors.Executor subclass")
+    return cls
+
+
 _executor: Executor | None = None
 _built_from: int | None = None  # the settings' generation the current executor was built from
 _executor_lock = threading.Lock()
@@ -242,14 +255,7 @@ def get_executor() -> Executor:
     global _executor, _built_from
     with _executor_lock:
         if _executor is None or _built_from != conf.generation:
-            name = conf.EXECUTOR
-            try:
-                cls = import_string(executor_path(name))
-            except ImportError as exc:
-                raise ImportError(f"OPENPROGRAM_EXECUTOR={name!r} cannot be imported: {exc} (use "
-                                  f"{' or '.join(EXECUTORS)}, or a dotted path to an Executor subclass)") from exc
-            if not (isinstance(cls, type) and issubclass(cls, Executor)):
-                raise TypeError(f"OPENPROGRAM_EXECUTOR={name!r} is not a dag.runs.executors.Executor subclass")
+            cls = executor_class(conf.EXECUTOR)
             replaced, _executor, _built_from = _executor, cls.from_settings(conf), conf.generation
             if replaced is not None:
                 replaced.shutdown(wait=False)

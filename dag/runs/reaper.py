@@ -29,14 +29,13 @@ from typing import Optional
 
 from django.db import connection
 from django.utils import timezone
-from django.utils.module_loading import import_string
 
 from ..conf import conf
 from ..models import Session
 from ..recording import write_path
 from . import stop
 from .daemon import DaemonThread
-from .executors import InProcessExecutor, executor_path, get_executor
+from .executors import InProcessExecutor, executor_class, get_executor
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +76,7 @@ def resend_queued(now: Optional[datetime] = None, after_s: Optional[float] = Non
 def _celery_executor():
     """This process's executor if it is the Celery executor, else None. The embedded default is told
     from the setting alone: this neither imports Celery nor builds the in-process pool there."""
-    configured = import_string(executor_path(conf.EXECUTOR))
+    configured = executor_class(conf.EXECUTOR)
     if issubclass(configured, InProcessExecutor):
         return None
     from .celery_executor import CeleryExecutor

@@ -50,3 +50,30 @@ def test_a_lease_must_outlast_two_heartbeats(settings, lease_s, heartbeat_s, ref
     assert [error.id for error in errors] == (["dag.E004"] if refused else [])
     if refused:
         assert f"OPENPROGRAM_HEARTBEAT_S ({heartbeat_s} s) must be at most half of OPENPROGRAM_LEASE_S" in errors[0].msg
+
+
+@pytest.mark.parametrize("variable, value, words", [
+    ("OPENPROGRAM_MAX_LLM_CALLS", "nan", "OPENPROGRAM_MAX_LLM_CALLS='nan': expected a whole number of model calls"),
+    ("OPENPROGRAM_MAX_LLM_CALLS", "-3", "OPENPROGRAM_MAX_LLM_CALLS='-3'"),
+    ("OPENPROGRAM_MODEL_TIMEOUT_S", "inf", "OPENPROGRAM_MODEL_TIMEOUT_S='inf' must be a finite number"),
+    ("OPENPROGRAM_MODEL_RETRY_TOTAL_S", "nan", "OPENPROGRAM_MODEL_RETRY_TOTAL_S='nan' must be a finite number"),
+    ("OPENPROGRAM_MAX_TOOL_CALLS_PER_REPLY", "many", "OPENPROGRAM_MAX_TOOL_CALLS_PER_REPLY='many' is not a valid int"),
+    ("OPENPROGRAM_UNATTENDED", "of", "OPENPROGRAM_UNATTENDED='of' must be on or off"),
+])
+def test_a_bad_runtime_variable_is_a_startup_error_not_an_error_in_every_run(monkeypatch, variable, value, words):
+    # Read only when a run needs it, such a value let the server start and then ended each run `error`.
+    monkeypatch.setenv(variable, value)
+    errors = [e for e in run_checks() if e.id == "dag.E005"]
+    assert len(errors) == 1 and words in errors[0].msg
+
+
+def test_the_runtime_variables_as_set_here_pass():
+    assert not [e for e in run_checks() if e.id == "dag.E005"]
+
+
+@pytest.mark.parametrize("value, words", [("nosuch.Thing", "OPENPROGRAM_EXECUTOR='nosuch.Thing' cannot be imported"),
+                                          ("dag.models.Session", "is not a dag.runs.executors.Executor subclass")])
+def test_an_executor_that_is_not_one_is_a_startup_error(settings, value, words):
+    settings.OPENPROGRAM_EXECUTOR = value
+    errors = [e for e in run_checks() if e.id == "dag.E006"]
+    assert len(errors) == 1 and words in errors[0].msg

@@ -1,0 +1,49 @@
+"""The runtime's settings from the environment: how on/off words read, and every setting checked at once.
+
+Each setting is read where it is used (a provider's timeout when it is built, the default budget at a
+tree's first model call), so a bad value would only show at a run. `environment_problems()` reads them
+all, so a server can refuse to start on one (the web app's system check dag.E005) instead.
+"""
+from __future__ import annotations
+
+import os
+
+# The words an on/off setting may say, in pairs (the web app's settings and CLI read them too).
+ON_WORDS, OFF_WORDS = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def env_flag(name: str, default: bool) -> bool:
+    """An on/off environment variable (unset or blank: `default`); a word that is neither is named, so a
+    typo ("of") is not taken for either."""
+    value = os.environ.get(name)
+    if value is None or not value.strip():
+        return default
+    word = value.strip().lower()
+    if word not in (*ON_WORDS, *OFF_WORDS):
+        raise ValueError(f"environment variable {name}={value!r} must be on or off "
+                         f"({'/'.join(ON_WORDS)} or {'/'.join(OFF_WORDS)})")
+    return word in ON_WORDS
+
+
+def unattended_by_default() -> bool:
+    """OPENPROGRAM_UNATTENDED (default on): whether a Runtime refuses the tools a person must approve."""
+    return env_flag("OPENPROGRAM_UNATTENDED", True)
+
+
+def environment_problems() -> list[str]:
+    """What is wrong with the runtime's OPENPROGRAM_* environment variables, one message each."""
+    from .default_budget import default_llm_calls
+    from .dispatch import max_tool_calls_per_reply
+    from .providers.sdk import DEFAULT_TIMEOUT_S, MAX_TOKENS_ENV
+    from .retry import RetryPolicy, env_number
+
+    readers = [default_llm_calls, max_tool_calls_per_reply, RetryPolicy.from_env, unattended_by_default,
+               lambda: env_number("OPENPROGRAM_MODEL_TIMEOUT_S", DEFAULT_TIMEOUT_S),
+               lambda: env_number(MAX_TOKENS_ENV, None, int)]
+    problems = []
+    for read in readers:
+        try:
+            read()
+        except ValueError as exc:
+            problems.append(str(exc))
+    return problems
