@@ -185,6 +185,7 @@ CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or REDIS_URL
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "dag.accounts.tokens.RevokeTokensOnPasswordChange"},  # a new password revokes the API tokens
+    {"NAME": "dag.runs.local_user.ForgetsItsSavedPassword"},  # and makes var/local_user.txt's copy stale
 ]
 # No mail leaves this server (there is no password reset): anything that tries to send one is an error.
 EMAIL_BACKEND = "openprogram_web.mail.RefusingEmailBackend"

@@ -46,6 +46,25 @@ def _save_credentials(password: str) -> None:
     os.chmod(path, 0o600)  # an existing file keeps its old mode through os.open
 
 
+class ForgetsItsSavedPassword:
+    """Listed in AUTH_PASSWORD_VALIDATORS for its `password_changed` hook (see
+    dag.accounts.tokens.RevokeTokensOnPasswordChange): once the local user's password is changed (the
+    password page, the admin, `manage.py changepassword`), the copy in var/local_user.txt no longer
+    works, and each start would send its reader to a wrong password; so it is deleted. It validates
+    nothing."""
+
+    def validate(self, password, user=None):
+        return None
+
+    def password_changed(self, password, user=None):
+        # Also called as ensure_local_user creates the user, before it saves the new password.
+        if user is not None and user.get_username() == LOCAL_USERNAME:
+            credentials_file().unlink(missing_ok=True)
+
+    def get_help_text(self):
+        return ""
+
+
 def default_user():
     """The user commands act as when none is named: the local user, else the only user there is."""
     users = get_user_model()

@@ -28,5 +28,5 @@ class Command(BaseCommand):
         path = credentials_file()
         if path.exists():
             return f"Local user: {username} (its password is in {path})"
-        return (f"Local user: {username} (its password is not saved: {path} is missing; "
-                f"set a new one with `manage.py changepassword {LOCAL_USERNAME}`)")
+        return (f"Local user: {username} (its password is not saved: {path} is missing, or was removed "
+                f"when the password was changed; `manage.py changepassword {LOCAL_USERNAME}` sets a new one)")

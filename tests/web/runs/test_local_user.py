@@ -30,3 +30,29 @@ def test_a_later_start_says_when_the_password_file_is_gone(settings, tmp_path, f
     call_command("ensure_local_user", stdout=out)
     assert f"its password is not saved: {credentials_file()} is missing" in out.getvalue()
     assert "changepassword local" in out.getvalue()
+
+
+def test_a_changed_password_removes_the_saved_copy_that_no_longer_works(settings, tmp_path, django_user_model,
+                                                                        fast_hashing):
+    settings.VAR_DIR = tmp_path
+    call_command("ensure_local_user", stdout=io.StringIO())
+    saved = credentials_file().read_text()
+    password = saved.split("password: ", 1)[1].strip()
+    user = django_user_model.objects.get(username=LOCAL_USERNAME)
+    assert user.check_password(password)  # what the file says works, to begin with
+    user.set_password("a new one, typed by its owner")
+    user.save()
+    assert not credentials_file().exists()
+    out = io.StringIO()
+    call_command("ensure_local_user", stdout=out)
+    assert "removed when the password was changed" in out.getvalue()
+
+
+def test_another_users_password_change_leaves_the_local_users_file(settings, tmp_path, django_user_model,
+                                                                   fast_hashing):
+    settings.VAR_DIR = tmp_path
+    call_command("ensure_local_user", stdout=io.StringIO())
+    other = django_user_model.objects.create_user("bob", password="first")
+    other.set_password("second")
+    other.save()
+    assert credentials_file().exists()
