@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from runtime.providers.base import resolve_model, split_model_spec
+from runtime.providers.base import provider_class, resolve_model, split_model_spec
 
 from ..conf import conf
 from .launch_values import SURROGATE_PROBLEM, lone_surrogate
@@ -20,7 +20,8 @@ SIMULATED = {
     "sim": "Simulated model: offline and deterministic, not an LLM; it heeds the recursion guard's note.",
     "sim:naive": "Simulated model that ignores where it is running, so it calls itself into the depth ceiling.",
 }
-DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}
+# The providers with an API key of their own; each is offered with its default model once it is set up.
+KEYED_PROVIDERS = ("anthropic", "openai")
 MAX_MODEL_CHARS = 200
 
 
@@ -29,11 +30,20 @@ class ModelProblem(ValueError):
 
 
 def configured_model() -> str:
-    """The model runs start on, as `provider:model` (a run may still switch per call, e.g. sim:naive)."""
+    """The model runs start on, as `provider:model` (a run may still switch per call, e.g. sim:naive); a
+    provider named alone (or chosen by its API key) stands for its default model, and is written so,
+    so that it is not offered twice under two names."""
     try:
-        provider, model = resolve_model(None)
+        return model_spec(*resolve_model(None))
     except ValueError:  # a bad OPENPROGRAM_MODEL: the run itself will fail and say why
         return ""
+
+
+def model_spec(provider: str, model: Optional[str]) -> str:
+    """`provider:model`, a provider alone standing for its default model (`openai` is `openai:gpt-4o-mini`);
+    the simulated models keep their short names. ValueError for a provider that cannot be loaded."""
+    if model is None and provider != "sim":
+        model = provider_class(provider).default_model
     return f"{provider}:{model}" if model else provider
 
 
@@ -56,9 +66,9 @@ def available_models() -> list[tuple[str, str]]:
     if configured:
         choices[configured] = "This server's default model."
     choices.update({spec: text for spec, text in SIMULATED.items() if spec not in choices})
-    for provider in sorted(_configured_providers() & set(DEFAULT_MODELS)):
-        spec = f"{provider}:{DEFAULT_MODELS[provider]}"
-        choices.setdefault(spec, f"{provider.capitalize()} ({DEFAULT_MODELS[provider]}).")
+    for provider in sorted(_configured_providers() & set(KEYED_PROVIDERS)):
+        model = provider_class(provider).default_model
+        choices.setdefault(f"{provider}:{model}", f"{provider.capitalize()} ({model}).")
     for spec in conf.MODELS:
         provider = split_model_spec(spec)[0]
         if provider in _configured_providers():
@@ -86,7 +96,7 @@ def clean_model(value) -> Optional[str]:
         raise ModelProblem(f"{exc}; this server offers {allowed}") from None
     if provider not in _configured_providers():
         raise ModelProblem(f"provider {provider!r} is not set up on this server; it offers {allowed}")
-    spec = f"{provider}:{model}" if model else provider
+    spec = model_spec(provider, model)
     if spec not in offered:
         raise ModelProblem(f"model {spec!r} is not offered on this server (an operator may add it to "
                            f"OPENPROGRAM_MODELS); it offers {allowed}")

@@ -68,9 +68,11 @@ def test_a_provider_model_is_offered_only_as_its_default_or_when_the_operator_li
     assert refused.status_code == 400 and "not offered on this server" in refused.json()["model"][0]
     settings.OPENPROGRAM_MODELS = "openai:llama3.1:8b,anthropic:claude-haiku-4-5"  # anthropic: no key here
     assert launch(api, model="openai:llama3.1:8b").json()["model"] == "openai:llama3.1:8b"
-    # With a provider's URL set and no OPENPROGRAM_MODEL, that provider is the server's default ("openai").
+    # With a provider's URL set and no OPENPROGRAM_MODEL, that provider's default model is the server's,
+    # offered once, by its full name; the provider's name alone means it too.
     assert [m["model"] for m in api.get("/api/models/").json()] == [
-        "openai", "sim", "sim:naive", "openai:gpt-4o-mini", "openai:llama3.1:8b"]
+        "openai:gpt-4o-mini", "sim", "sim:naive", "openai:llama3.1:8b"]
+    assert launch(api, model="openai").json()["model"] == "openai:gpt-4o-mini"
 
 
 def test_the_form_offers_the_models_and_run_again_keeps_the_choice_and_names_the_session(logged_in, no_run):
