@@ -81,6 +81,13 @@ def on_or_off(name: str, text: str) -> bool:
     return word in ON_WORDS
 
 
+def budget_problem_text(problem: BudgetProblem) -> str:
+    """`problem` for a terminal: each limit's message after its name; a problem with the budget as a
+    whole (BudgetProblem's "__all__" key, an internal name) as its message alone."""
+    return "; ".join(" ".join(messages) if name == "__all__" else f"{name}: {' '.join(messages)}"
+                     for name, messages in problem.errors.items())
+
+
 @contextmanager
 def _ctrl_c_counted() -> Iterator[list]:
     """Count Ctrl-C presses in a list instead of raising KeyboardInterrupt.
@@ -139,7 +146,8 @@ class Command(BaseCommand):
         try:
             budget = parse_budget_text(options["budget"])
         except BudgetProblem as exc:
-            raise CommandError(f"invalid --budget: {exc}", returncode=EXIT_BAD_INVOCATION) from None
+            raise CommandError(f"invalid --budget: {budget_problem_text(exc)}",
+                               returncode=EXIT_BAD_INVOCATION) from None
         user = self._user(options["user"])
         # Counted from before the launch: a Ctrl-C once the run has started, even before the first
         # redraw, is a stop request, never a KeyboardInterrupt that leaves the run going.

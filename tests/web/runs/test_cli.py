@@ -88,6 +88,21 @@ def test_invalid_invocations_fail_with_code_2_and_launch_nothing(local_user, arg
     assert not Session.objects.exists()
 
 
+@pytest.mark.parametrize("budget, message", [
+    # A problem with the budget as a whole: its message alone, never the internal key `__all__`.
+    ("foo=1", "invalid --budget: unknown limit(s) 'foo'; the limits are max_depth, max_llm_calls, "
+              "max_tokens, timeout_s"),
+    ("max_depth", "invalid --budget: 'max_depth' is not NAME=VALUE; the limits are max_depth, max_llm_calls, "
+                  "max_tokens, timeout_s"),
+    # A problem with one limit: after the limit's name.
+    ("max_llm_calls=0", "invalid --budget: max_llm_calls: must be from 1 to 1000000000, got 0"),
+])
+def test_an_invalid_budget_fails_with_code_2_saying_what_is_wrong(local_user, budget, message):
+    error = failure("slow_count", "--budget", budget)
+    assert str(error) == message and error.returncode == 2
+    assert not Session.objects.exists()
+
+
 @pytest.mark.django_db(transaction=True)  # so that a run it wrongly launched would end, and fail the test
 @pytest.mark.parametrize("value", ["maybe", "flase", ""])
 def test_a_bool_argument_takes_only_the_on_off_words(local_user, test_functions, value):
