@@ -4,6 +4,7 @@ The embedded default (no variables set) is what `make run` serves: SQLite, the i
 the in-process executor and the offline simulated model. Point DATABASE_URL at PostgreSQL and REDIS_URL
 at Redis to scale out.
 """
+import math
 import os
 import secrets
 from datetime import timedelta
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+
+from runtime.environment import env_flag
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("OPENPROGRAM_VAR_DIR") or BASE_DIR / "var")
@@ -21,22 +24,30 @@ if not VAR_DIR.exists():
 
 
 def env_bool(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
-    if value is None:
-        return default
-    return value.strip().lower() in ("1", "true", "yes", "on")
+    """An on/off variable (unset or blank: `default`); a word that is neither is named (HTTPS=yse must not
+    quietly mean off)."""
+    try:
+        return env_flag(name, default)
+    except ValueError as exc:
+        raise ImproperlyConfigured(str(exc)) from None
 
 
-def env_number(name: str, default, kind=int):
-    """A number from the environment (unset or blank: `default`); a wrong one is named, not a bare ValueError."""
+def env_number(name: str, default, kind=int, *, maximum=None, allowed: str = ""):
+    """A number from 0 to `maximum` (None: any) from the environment (unset or blank: `default`); a wrong
+    one is named, saying what is `allowed` (by default, the kind of number and its range)."""
     value = os.environ.get(name, "").strip()
     if not value:
         return default
+    kind_text = "a whole number" if kind is int else "a number"
+    allowed = allowed or (f"{kind_text} of 0 or more" if maximum is None else f"{kind_text} from 0 to {maximum}")
     try:
-        return kind(value)
+        number = kind(value)
     except ValueError:
-        kind_text = "a whole number" if kind is int else "a number"
-        raise ImproperlyConfigured(f"{name} must be {kind_text}; got {value!r}") from None
+        raise ImproperlyConfigured(f"{name} must be {allowed}; got {value!r}") from None
+    # NaN passes no comparison, so it is refused with the others.
+    if not (math.isfinite(number) and number >= 0 and (maximum is None or number <= maximum)):
+        raise ImproperlyConfigured(f"{name} must be {allowed}; got {value!r}")
+    return number
 
 
 def env_list(name: str, default: str) -> list[str]:
@@ -252,10 +263,8 @@ REST_FRAMEWORK = {
 # API tokens (django-rest-knox: stored hashed) stop working this many days after they are issued; 0: never.
 # At most a century: far larger lifetimes overflow the expiry's date, and every token request was a 500.
 MAX_API_TOKEN_DAYS = 36_500
-OPENPROGRAM_API_TOKEN_DAYS = env_number("OPENPROGRAM_API_TOKEN_DAYS", 90.0, float)
-if not 0 <= OPENPROGRAM_API_TOKEN_DAYS <= MAX_API_TOKEN_DAYS:  # NaN fails both comparisons
-    raise ImproperlyConfigured(f"OPENPROGRAM_API_TOKEN_DAYS must be a number of days from 0 (tokens never "
-                               f"expire) to {MAX_API_TOKEN_DAYS}; got {os.environ['OPENPROGRAM_API_TOKEN_DAYS']!r}")
+OPENPROGRAM_API_TOKEN_DAYS = env_number("OPENPROGRAM_API_TOKEN_DAYS", 90.0, float, maximum=MAX_API_TOKEN_DAYS, allowed=(
+    f"a number of days from 0 (tokens never expire) to {MAX_API_TOKEN_DAYS}"))
 REST_KNOX = {
     "TOKEN_TTL": timedelta(days=OPENPROGRAM_API_TOKEN_DAYS) if OPENPROGRAM_API_TOKEN_DAYS else None,
     "AUTH_HEADER_PREFIX": "Token",

@@ -40,3 +40,25 @@ def test_every_setting_read_from_the_environment_is_in_the_readme_table():
     table = readme.split("| variable | default | meaning |", 1)[1].split("\n\n", 1)[0]
     listed = set(re.findall(r"`([A-Z][A-Z0-9_]+)`", table))
     assert read and read <= listed, f"missing from the README's configuration table: {sorted(read - listed)}"
+
+
+def settings_error(tmp_path, **env) -> str:
+    """What importing the settings with `env` stops with (the child's stderr); '' if it loads."""
+    clean = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "OPENPROGRAM_VAR_DIR")}
+    done = subprocess.run([sys.executable, "-c", "import openprogram_web.settings"], cwd=ROOT,
+                          env={**clean, "OPENPROGRAM_VAR_DIR": str(tmp_path / "var"), **env},
+                          capture_output=True, text=True)
+    return done.stderr if done.returncode else ""
+
+
+def test_a_misspelt_on_off_variable_is_named_not_taken_for_off(tmp_path):
+    # HTTPS=yse read as off would serve without HTTPS's protections, and say nothing.
+    assert "environment variable HTTPS='yse' must be on or off" in settings_error(tmp_path, HTTPS="yse")
+    assert settings_error(tmp_path, HTTPS="") == ""  # blank is unset, as for every other setting
+
+
+def test_a_negative_or_endless_number_of_the_settings_is_named(tmp_path):
+    assert "OPENPROGRAM_NUM_PROXIES must be a whole number of 0 or more; got '-1'" in settings_error(
+        tmp_path, OPENPROGRAM_NUM_PROXIES="-1")
+    assert "OPENPROGRAM_HSTS_SECONDS must be a whole number of 0 or more; got '-5'" in settings_error(
+        tmp_path, HTTPS="on", OPENPROGRAM_HSTS_SECONDS="-5")
