@@ -77,7 +77,8 @@ async def test_a_node_with_a_huge_usage_does_not_keep_its_session_from_opening(u
     assert snapshot["more"] is False
     [streamed] = snapshot["nodes"]
     assert (streamed["id"], streamed["truncated"]) == (node.pk, ["usage"])
-    assert streamed["usage"].startswith('{"input_tokens":1')
+    # A preview of its JSON (PostgreSQL's jsonb keeps the keys in an order of its own).
+    assert streamed["usage"].startswith('{"') and streamed["usage"].endswith("more characters)")
 
 
 @pytest.mark.parametrize("field", ["usage", "model", "name", "render_range", "refusal", "expose"])
