@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import atexit
 import logging
-import queue
 import threading
 import time
+from collections import deque
 
 from django.db import close_old_connections, connection, transaction
 from django.utils.module_loading import import_string
@@ -75,12 +75,15 @@ class InProcessExecutor(Executor):
             raise ValueError(f"OPENPROGRAM_EXECUTOR_WORKERS must be at least 1, got {workers}")
         self.workers = workers
         self.exit_grace_s = exit_grace_s
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        # All of the pool's state is kept under one lock, so that whether a queued session has a thread
+        # to take it is known exactly (not from a count that a busy thread could leave behind).
+        self._lock = threading.Lock()
+        self._work_queued = threading.Condition(self._lock)
+        self._queue: deque = deque()  # session ids waiting for a thread, and _STOP
+        self._waiting = 0  # threads waiting for the queue
         self._threads: list[threading.Thread] = []  # the pool: at most `workers`
         self._set_aside: set[threading.Thread] = set()  # stuck in a written-off run, out of the pool
         self._running: dict[threading.Thread, str] = {}  # the session each busy thread took
-        self._idle = threading.Semaphore(0)  # released by a thread that finished a run and waits again
-        self._lock = threading.Lock()
         self._closed = False
         atexit.register(self._stop_runs_at_exit)
         leases.process_leases.add_lost_listener(self._set_aside_thread_of)
@@ -106,22 +109,36 @@ class InProcessExecutor(Executor):
 
     def _start(self, session_id) -> None:
         """Queue the session for a thread (under the lock), starting one if none is free."""
-        self._queue.put(session_id)
-        if self._idle.acquire(blocking=False):
-            return  # a waiting thread takes it
+        self._put(session_id)
         self._grow()
 
+    def _put(self, item) -> None:  # called with the lock held
+        self._queue.append(item)
+        self._work_queued.notify()
+
     def _grow(self) -> None:  # called with the lock held
-        if len(self._threads) < self.workers:
+        """Start a thread if more sessions wait than threads wait for them, and the pool has room."""
+        if len(self._queue) > self._waiting and len(self._threads) < self.workers:
             thread = threading.Thread(target=self._work, daemon=True,
                                       name=f"openprogram-run-{len(self._threads) + len(self._set_aside)}")
             self._threads.append(thread)
             thread.start()
 
+    def _take(self):
+        """The next queued session (or _STOP) for the calling thread, waiting for one."""
+        with self._lock:
+            self._waiting += 1
+            try:
+                while not self._queue:
+                    self._work_queued.wait()
+                return self._queue.popleft()
+            finally:
+                self._waiting -= 1
+
     def _work(self) -> None:
         me = threading.current_thread()
         while True:
-            session_id = self._queue.get()
+            session_id = self._take()
             if session_id is _STOP:
                 return
             with self._lock:
@@ -135,7 +152,6 @@ class InProcessExecutor(Executor):
                     self._set_aside.discard(me)
             if replaced:
                 return  # another thread took this one's place while it was stuck
-            self._idle.release()
 
     def _set_aside_thread_of(self, session_id: str) -> None:
         """The session was written off while its run goes on here (its lease lost: ended by the cancel
@@ -154,16 +170,16 @@ class InProcessExecutor(Executor):
             self._threads.remove(thread)
             self._set_aside.add(thread)
             log.error("session %s was written off but its run is still stuck in thread %s (in code that no "
-                      "stop reaches); a new thread takes its place in the pool", session_id, thread.name)
-            if not self._queue.empty():
-                self._grow()
+                      "stop reaches); it leaves the pool, so another thread can take its place", session_id,
+                      thread.name)
+            self._grow()  # at once if sessions wait; else the next launch starts it
 
     def shutdown(self, wait: bool = True) -> None:
         with self._lock:
             self._closed = True
             threads = list(self._threads)
-        for _ in threads:
-            self._queue.put(_STOP)  # after the runs already queued: they still run
+            for _ in threads:
+                self._put(_STOP)  # after the runs already queued: they still run
         atexit.unregister(self._stop_runs_at_exit)
         leases.process_leases.remove_lost_listener(self._set_aside_thread_of)
         if wait:
@@ -178,9 +194,10 @@ class InProcessExecutor(Executor):
     def _stop_runs_at_exit(self) -> None:
         with self._lock:
             self._closed = True
-            never_started = self._take_queued()
+            never_started = [item for item in self._queue if item is not _STOP]
+            self._queue.clear()
             for _ in self._threads:
-                self._queue.put(_STOP)  # ahead of nothing: no thread starts another run
+                self._put(_STOP)  # ahead of nothing: no thread starts another run
         _end_interrupted(never_started, lifecycle.QUEUED_IN_DEAD_SERVER)
         if not any(thread.is_alive() for thread in self._threads):
             return
@@ -191,16 +208,6 @@ class InProcessExecutor(Executor):
         with self._lock:  # a run taken off the queue but not yet watched is not among the local runs
             taken = set(self._running.values())
         _end_interrupted(sorted(taken.union(stop.local_runs())), EXITED_DURING_RUN)  # they die with the process
-
-    def _take_queued(self) -> list:
-        taken = []
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                return taken
-            if item is not _STOP:
-                taken.append(item)
 
 
 def _end_interrupted(session_ids, error: str) -> None:

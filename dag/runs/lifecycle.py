@@ -41,13 +41,15 @@ def run_session(session_id) -> None:
     try:
         tool = catalog.get(session.function).tool
         kwargs = tool.validate(session.args)
+        # The model the launch chose; a bad runtime setting (OPENPROGRAM_UNATTENDED=maybe on a worker
+        # started without the system checks) ends the session saying so, not left running.
+        model_runtime = create_runtime(model=session.model or None)
     except Exception as exc:  # the function was removed or changed its parameters since the launch
         write_path.finish_session(session_id, Session.Status.ERROR, error=str(exc), lease=lease)
         return
     status, result, error = Session.Status.COMPLETED, None, ""
     leaving: BaseException | None = None
     recorder = DjangoRecorder(session, lease=lease)
-    model_runtime = create_runtime(model=session.model or None)  # the model the launch chose
     with leases.held(session_id), stop.watch(session_id) as signal, use_recorder(recorder), \
             use_runtime(model_runtime):
         try:

@@ -72,3 +72,11 @@ def test_a_run_whose_end_the_database_refuses_still_ends_saying_why(user, test_f
     assert session.status == "error" and session.result is None
     assert session.error == "the run ended completed, but its end could not be stored: OperationalError: value too large"
     assert not Node.objects.filter(session=session, status="running").exists()
+
+
+def test_a_run_whose_runtime_cannot_be_built_ends_error_saying_why(user, test_functions, monkeypatch):
+    # A worker started without the system checks (celery or daphne directly) with a bad runtime setting:
+    # the session must end saying so, not stay running until the reaper calls its worker dead.
+    monkeypatch.setenv("OPENPROGRAM_UNATTENDED", "maybe")
+    session = run(user, "echo", text="hi")
+    assert session.status == "error" and "OPENPROGRAM_UNATTENDED='maybe' must be on or off" in session.error
