@@ -60,7 +60,8 @@ DEFAULTS: dict[str, Any] = {
     # With Celery: seconds a session may stay queued after it was last sent to the broker before the
     # reaper sends it again (a message the broker lost: Redis restarted without persistence, the web
     # process died between its commit and the send). The claim is a compare-and-set, so a duplicate
-    # runs nothing twice; a message waiting behind a long backlog is merely sent once more.
+    # runs nothing twice; the waits between sends double, so a session merely waiting behind a long
+    # backlog is sent a few times in an hour (after 5, 10, 20, 40 minutes), not every interval.
     "QUEUED_RESEND_S": 300.0,
     # Publish each stop on Redis pub/sub to wake the process running the session at once; off, that
     # process finds the stop by polling the database (every STOP_POLL_S).

@@ -62,16 +62,18 @@ class CeleryExecutor(Executor):
                 f"(CELERY_BROKER_URL, else REDIS_URL), then run the function again."))
 
     def resend(self, session_ids) -> None:
-        """Send again the tasks of sessions the reaper stamped sent (`write_path.claim_resend`). One the
-        broker cannot take now stays queued, and the next interval's pass tries again: it was accepted
-        once, and a broker that lost its message is likely one that is coming back."""
-        for session_id in session_ids:
+        """Send again the tasks of sessions the reaper stamped sent (`write_path.claim_resend`). A broker
+        that cannot take one now is not asked for the rest either (each attempt waits on its retries):
+        they stay queued, and a later pass tries again. They were accepted once, and a broker that lost
+        their messages is likely one that is coming back."""
+        for index, session_id in enumerate(session_ids):
             try:
                 self._publish(str(session_id))
             except Exception as exc:
-                log.warning("session %s could not be sent to the Celery broker %s again (%s: %s); it stays "
-                            "queued and is tried again in %g s", session_id, _broker(), type(exc).__name__, exc,
-                            conf.QUEUED_RESEND_S)
+                log.warning("%d session(s) could not be sent to the Celery broker %s again (%s: %s); they stay "
+                            "queued and a later reaper pass tries again", len(session_ids) - index, _broker(),
+                            type(exc).__name__, exc)
+                return
 
     def _publish(self, session_id: str) -> None:
         from openprogram_web.celery import app  # the configured app; imported only when Celery is in use

@@ -57,6 +57,11 @@ def reap(now: Optional[datetime] = None, lease_s: Optional[float] = None) -> lis
     return ended
 
 
+# Sessions one reaper pass sends again at most: the pass also writes off dead workers' runs and enforces
+# stop deadlines, and must not spend minutes publishing to a broker that is slow or down.
+RESEND_PER_PASS = 50
+
+
 def resend_queued(now: Optional[datetime] = None, after_s: Optional[float] = None) -> list:
     """With the Celery executor, send again every session still queued `after_s` seconds after it was
     last sent (default `QUEUED_RESEND_S`); the ids this call sent. Nothing with another executor."""
@@ -65,10 +70,10 @@ def resend_queued(now: Optional[datetime] = None, after_s: Optional[float] = Non
         return []
     now = now or timezone.now()
     after_s = conf.QUEUED_RESEND_S if after_s is None else after_s
-    sent = write_path.claim_resend(cutoff=now - timedelta(seconds=after_s), now=now)
+    sent = write_path.claim_resend(cutoff=now - timedelta(seconds=after_s), now=now, limit=RESEND_PER_PASS)
     if sent:
-        log.warning("%d session(s) still queued %g s after they were last sent to the Celery broker, which may "
-                    "have lost their messages: sent again", len(sent), after_s)
+        log.warning("%d session(s) still queued %g s or more after they were last sent to the Celery broker, "
+                    "which may have lost their messages: sent again", len(sent), after_s)
         executor.resend(sent)
     return sent
 

@@ -203,20 +203,25 @@ def mark_sent(session_ids: Iterable, now: datetime) -> int:
     return Session.objects.filter(pk__in=keys, status=Session.Status.QUEUED).update(sent_at=now) if keys else 0
 
 
-def claim_resend(cutoff: datetime, now: datetime) -> list:
-    """The ids of the sessions still queued that were last sent before `cutoff`, stamped sent at `now`.
+def claim_resend(cutoff: datetime, now: datetime, *, limit: int) -> list:
+    """The ids of at most `limit` sessions still queued that are due to be sent again, stamped sent at `now`.
 
-    A session never stamped (its web process died before sending it, or it was queued before `sent_at`
-    existed) counts from its `created_at`. The stamp is a compare-and-set, so of two reapers in two
-    processes only one re-sends a session in an interval: on PostgreSQL the rows are locked, skipping
+    Due: last sent before `cutoff`, and at least as long ago as the session had been waiting when it was
+    last sent. So the waits between sends double (a session waiting behind a long backlog is sent a few
+    times in an hour, not every interval), while one whose message was lost is sent again after the
+    first interval. A session never stamped (its web process died before sending it, or it was queued
+    before `sent_at` existed) counts from its `created_at`. The stamp is a compare-and-set, so of two
+    reapers in two processes only one re-sends a session: on PostgreSQL the rows are locked, skipping
     those another transaction holds (a reaper's or a claim's; a row skipped now is due at the next pass),
     and the other reaper's read, after its commit, finds them sent; SQLite writes under one database
     lock, taken at BEGIN.
     """
     due = Q(sent_at__lt=cutoff) | Q(sent_at__isnull=True, created_at__lt=cutoff)
     with WriteTransaction(lean=False):
-        ids = list(Session.objects.filter(due, status=Session.Status.QUEUED).order_by("pk")
-                   .select_for_update(skip_locked=True).values_list("pk", flat=True))
+        candidates = (Session.objects.filter(due, status=Session.Status.QUEUED).order_by("pk")
+                      .select_for_update(skip_locked=True).values_list("pk", "created_at", "sent_at"))
+        ids = [pk for pk, created_at, sent_at in candidates
+               if sent_at is None or now - sent_at >= sent_at - created_at][:limit]
         if ids:
             Session.objects.filter(pk__in=ids).update(sent_at=now)
     return ids

@@ -193,8 +193,8 @@ def test_with_celery_a_session_still_queued_after_the_resend_interval_is_sent_ag
     assert broker == [(str(session.pk), "test-resend")] * 2  # the same task id: a duplicate runs nothing twice
     assert Session.objects.get(pk=session.pk).sent_at == resent_at
     assert [r.getMessage() for r in caplog.records] == [
-        "1 session(s) still queued 60 s after they were last sent to the Celery broker, which may have lost "
-        "their messages: sent again"]
+        "1 session(s) still queued 60 s or more after they were last sent to the Celery broker, which may "
+        "have lost their messages: sent again"]
 
 
 def test_two_reaper_passes_in_one_interval_send_a_session_again_once(broker):
@@ -204,8 +204,10 @@ def test_two_reaper_passes_in_one_interval_send_a_session_again_once(broker):
     assert reaper.resend_queued(now=first) == [session.pk]
     assert reaper.resend_queued(now=first) == []  # another process's reaper, at the same moment
     assert reaper.resend_queued(now=first + timedelta(seconds=RESEND_S - 1)) == []
-    assert reaper.resend_queued(now=first + timedelta(seconds=RESEND_S + 1)) == [session.pk]
-    assert len(broker) == 3  # the launch's send, then once per interval
+    # It had waited RESEND_S + 1 when it was sent again: the next send waits as long again, at least.
+    assert reaper.resend_queued(now=first + timedelta(seconds=RESEND_S + 1)) == []
+    assert reaper.resend_queued(now=first + timedelta(seconds=2 * RESEND_S + 2)) == [session.pk]
+    assert len(broker) == 3  # the launch's send, then once per (doubling) interval
 
 
 def test_a_session_the_broker_cannot_take_again_stays_queued_for_the_next_pass(broker, monkeypatch, caplog):
@@ -222,10 +224,31 @@ def test_a_session_the_broker_cannot_take_again_stays_queued_for_the_next_pass(b
     with caplog.at_level("WARNING", logger="dag.runs.celery_executor"):
         assert reaper.resend_queued(now=first) == [session.pk]
     assert Session.objects.get(pk=session.pk).status == "queued"  # accepted once: not ended for a broker outage
-    assert any("stays queued and is tried again" in record.getMessage() for record in caplog.records)
+    assert any("they stay queued and a later reaper pass tries again" in record.getMessage()
+               for record in caplog.records)
     monkeypatch.setattr(app, "send_task", lambda name, args, task_id, queue: broker.append((task_id, queue)))
-    assert reaper.resend_queued(now=first + timedelta(seconds=RESEND_S + 1)) == [session.pk]
+    assert reaper.resend_queued(now=first + timedelta(seconds=2 * RESEND_S + 2)) == [session.pk]
     assert broker == [(str(session.pk), "test-resend")] * 2
+
+
+def test_a_session_waiting_behind_a_backlog_is_sent_again_at_doubling_intervals_not_every_one(broker):
+    session = new_session()
+    created = Session.objects.get(pk=session.pk).created_at
+    sends = []
+    for minute in range(0, 121):  # a pass every minute for two hours
+        now = created + timedelta(minutes=minute)
+        if reaper.resend_queued(now=now):
+            sends.append(minute)
+    assert sends == [2, 4, 8, 16, 32, 64]  # due once it waited over RESEND_S (a minute), then twice as long
+    assert len(broker) == len(sends)
+
+
+def test_one_pass_sends_at_most_its_share_and_the_next_pass_the_rest(broker):
+    sessions = [new_session() for _ in range(reaper.RESEND_PER_PASS + 7)]
+    late = Session.objects.get(pk=sessions[-1].pk).created_at + timedelta(seconds=RESEND_S + 1)
+    assert len(reaper.resend_queued(now=late)) == reaper.RESEND_PER_PASS
+    assert len(reaper.resend_queued(now=late)) == 7
+    assert len({task_id for task_id, _ in broker}) == len(sessions)
 
 
 def test_a_session_queued_before_sends_were_stamped_counts_from_its_creation(broker):
@@ -260,7 +283,7 @@ def test_two_reapers_at_once_send_each_lost_session_again_once():
     def reaper_pass():
         start.wait()
         try:
-            won.append(write_path.claim_resend(cutoff=at(RESEND_S), now=at(RESEND_S)))
+            won.append(write_path.claim_resend(cutoff=at(RESEND_S), now=at(RESEND_S), limit=100))
         finally:
             connection.close()
     passes = [threading.Thread(target=reaper_pass) for _ in range(2)]
