@@ -7,12 +7,29 @@ place of "django.contrib.admin").
 """
 from __future__ import annotations
 
+import functools
+
 from django.contrib import admin
+from django.http import HttpResponseBadRequest
 
 
 class ThrottledAdminSite(admin.AdminSite):
     """Django's admin site; a POST to its login or its password change over `OPENPROGRAM_LOGIN_RATE` is a
-    429 with Retry-After, and the page says when to try again, without checking the password."""
+    429 with Retry-After, and the page says when to try again, without checking the password. A query
+    string holding a NUL is a 400 on every admin page: list filters and searches pass their values to
+    the database as they are, and PostgreSQL refuses NUL in text (a 500). No stored text holds one."""
+
+    def admin_view(self, view, cacheable=False):
+        guarded = super().admin_view(view, cacheable)
+
+        @functools.wraps(guarded)
+        def refusing_nul(request, *args, **kwargs):
+            for name, values in request.GET.lists():
+                if "\x00" in name or any("\x00" in value for value in values):
+                    return HttpResponseBadRequest(f"the filter {name!r} cannot contain a NUL character; remove it",
+                                                  content_type="text/plain; charset=utf-8")
+            return guarded(request, *args, **kwargs)
+        return refusing_nul
 
     def login(self, request, extra_context=None):
         return self._throttled(super().login, request, extra_context)

@@ -1,6 +1,8 @@
 """The login and password-change pages, behind the password-attempt throttle, and the API token page."""
 from __future__ import annotations
 
+import json
+
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.mixins import LoginRequiredMixin
@@ -35,8 +37,8 @@ class PasswordChangeView(ThrottledPost, auth_views.PasswordChangeView):
     """Django's password change, throttled: it checks the old password, as a login does."""
 
 
-# Where a new key waits, in the user's server-side session, for the one page view that shows it.
-NEW_KEY_SESSION_KEY = "accounts.new_api_token"
+# The cookie a new key travels in, from the POST that made it to the one page view that shows it (seconds).
+NEW_KEY_COOKIE, NEW_KEY_SALT, NEW_KEY_MAX_AGE_S = "new_api_token", "dag.accounts.new_api_token", 60
 
 
 @method_decorator(never_cache, name="dispatch")  # the page shows a new key once; no cache may keep it
@@ -45,25 +47,42 @@ class ApiTokensView(LoginRequiredMixin, View):
 
     A POST answers with a redirect to the page (POST-redirect-GET): reloading the page after "New token"
     then shows the page again instead of posting again, which rotated again and revoked the key just shown.
-    The new key goes to the page through the session, read once; never in a URL, which logs keep."""
+    The new key goes to the page in a short-lived signed cookie, only to this page, read once: not in a
+    URL, which logs keep, nor in the server's session store, which would hold it in plain text (the
+    tokens themselves are stored only as digests). It is shown only while its token still exists."""
 
     http_method_names = ["get", "head", "post", "options"]  # HEAD is GET's (Django's View), OPTIONS lists them
 
     def get(self, request):
-        # A HEAD shows no body, so it must not use up the one showing of the key.
-        read = request.session.pop if request.method == "GET" else request.session.get
-        new_key = read(NEW_KEY_SESSION_KEY, None)
-        return render(request, "accounts/tokens.html", {"tokens": tokens.active(request.user), "new_key": new_key})
+        new_key = self._new_key(request)
+        response = render(request, "accounts/tokens.html", {"tokens": tokens.active(request.user), "new_key": new_key})
+        if request.method == "GET":  # a HEAD shows no body, so it must not use up the one showing of the key
+            response.delete_cookie(NEW_KEY_COOKIE, path=request.path)
+        return response
 
     def post(self, request):
         action = request.POST.get("action")
+        response = redirect("api-tokens")
         if action == "rotate":
-            _, request.session[NEW_KEY_SESSION_KEY] = tokens.rotate(request.user, None)
+            token, key = tokens.rotate(request.user, None)
+            response.set_signed_cookie(NEW_KEY_COOKIE, json.dumps([token.pk, key]), salt=NEW_KEY_SALT,
+                                       max_age=NEW_KEY_MAX_AGE_S, path=request.path, secure=request.is_secure(),
+                                       httponly=True, samesite="Strict")
         elif action == "revoke":
-            request.session.pop(NEW_KEY_SESSION_KEY, None)
             count = tokens.revoke_all(request.user)
             messages.success(request, f"Revoked {count} token{'s' if count != 1 else ''}.")
+            response.delete_cookie(NEW_KEY_COOKIE, path=request.path)
         else:
             return HttpResponseBadRequest("action must be 'rotate' or 'revoke'\n",
                                           content_type="text/plain; charset=utf-8")
-        return redirect("api-tokens")
+        return response
+
+    @staticmethod
+    def _new_key(request) -> str | None:
+        """The key the last POST made, if it came within NEW_KEY_MAX_AGE_S and its token was not revoked since."""
+        raw = request.get_signed_cookie(NEW_KEY_COOKIE, default=None, salt=NEW_KEY_SALT, max_age=NEW_KEY_MAX_AGE_S)
+        try:
+            token_pk, key = json.loads(raw) if raw else (None, None)
+        except (ValueError, TypeError):
+            return None
+        return key if token_pk is not None and tokens.active(request.user).filter(pk=token_pk).exists() else None

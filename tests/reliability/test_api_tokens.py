@@ -120,6 +120,23 @@ def test_the_token_page_rotates_and_revokes_with_csrf(user):
     assert not AuthToken.objects.filter(user=user).exists()
 
 
+def test_the_token_pages_new_key_is_kept_nowhere_on_the_server_and_not_shown_once_revoked(user):
+    # Keys are stored only as digests: the one on its way to the page must not sit in the session store.
+    from django.contrib.sessions.models import Session as StoredSession
+    client = Client()
+    client.force_login(user)
+    client.post("/accounts/token/", {"action": "rotate"})
+    [token] = AuthToken.objects.filter(user=user)
+    new_key = client.cookies["new_api_token"].value  # signed, for this page only, and short-lived
+    assert client.cookies["new_api_token"]["path"] == "/accounts/token/" and client.cookies["new_api_token"]["httponly"]
+    stored = " ".join(str(row.get_decoded()) for row in StoredSession.objects.all())
+    assert token.token_key not in stored
+    AuthToken.objects.filter(pk=token.pk).delete()  # revoked meanwhile (another tab, a password change)
+    shown = client.get("/accounts/token/")
+    assert shown.context["new_key"] is None and "Your new token" not in shown.content.decode()
+    assert new_key  # it was on its way
+
+
 def test_the_token_page_needs_a_login():
     response = Client().get("/accounts/token/")
     assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")

@@ -95,10 +95,11 @@ def test_deleting_a_session_in_the_admin_takes_its_nodes_and_nodes_alone_cannot_
 @pytest.mark.parametrize("list_name, query", [
     ("admin:dag_session_changelist", "function=%00"), ("admin:dag_session_changelist", "q=a%00"),
     ("admin:dag_node_changelist", "session__function=x%00y"), ("admin:dag_node_changelist", "na%00me=x"),
+    ("admin:auth_user_changelist", "username=a%00"),  # every admin list, Django's own too
 ])
 def test_a_list_filter_holding_nul_is_a_400_naming_it(admin_client, two_sessions, list_name, query):
     # PostgreSQL refuses NUL in text, so the filter must not reach the database (on SQLite it would).
     response = admin_client.get(f"{reverse(list_name)}?{query}")
     assert response.status_code == 400 and response["Content-Type"] == "text/plain; charset=utf-8"
     assert "cannot contain a NUL character" in response.content.decode()
-    assert admin_client.get(reverse(list_name), {"status__exact": "running"}).status_code == 200
+    assert admin_client.get(reverse(list_name), {"o": "1"}).status_code == 200  # a query without one is read
