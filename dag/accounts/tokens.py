@@ -12,6 +12,7 @@ had deleted everything it could see.
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import check_password
 from django.contrib.auth.signals import user_logged_out
 from django.db import transaction
 from django.dispatch import receiver
@@ -31,15 +32,18 @@ def _one_change_at_a_time(user) -> None:
     list(get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk"))
 
 
-def issue(user, *, password_just_checked: bool = False) -> tuple[AuthToken, str]:
+def issue(user, *, checked_password: str | None = None) -> tuple[AuthToken, str]:
     """A new token for `user`: (its row, the key, which is never stored).
 
-    `password_just_checked`: `user` was just authenticated by password; refused (TokenChangeRefused) if
-    the password changed since, since that change revoked every token and this one would outlive it."""
+    `checked_password`: the password `user` was just authenticated with; refused (TokenChangeRefused) if
+    it is no longer theirs, since the change that replaced it revoked every token and this one would
+    outlive it. A stored hash that merely changed form (a login upgrading it) still checks."""
     with transaction.atomic():
         _one_change_at_a_time(user)
-        if password_just_checked and _stored_password(user) != user.password:
-            raise TokenChangeRefused(f"the password of {user.get_username()} changed during the login")
+        if checked_password is not None:
+            stored = _stored_password(user)
+            if stored != user.password and not (stored and check_password(checked_password, stored)):
+                raise TokenChangeRefused(f"the password of {user.get_username()} changed during the login")
         AuthToken.objects.filter(user=user, expiry__lt=timezone.now()).delete()
         return AuthToken.objects.create(user=user)
 

@@ -94,7 +94,8 @@ class TokenView(APIView):
         credentials = AuthTokenSerializer(data=request.data, context={"request": request})
         credentials.is_valid(raise_exception=True)
         try:
-            return token_answer(tokens.issue(credentials.validated_data["user"], password_just_checked=True))
+            return token_answer(tokens.issue(credentials.validated_data["user"],
+                                             checked_password=credentials.validated_data["password"]))
         except TokenChangeRefused:
             # As a wrong password is answered: the one given stopped being the user's during the request.
             raise serializers.ValidationError({"non_field_errors": ["Unable to log in with provided credentials."]})

@@ -219,6 +219,26 @@ def test_a_password_changed_during_a_login_gets_no_token(user, monkeypatch):
     assert not AuthToken.objects.filter(user=user).exists()
 
 
+def test_a_login_gets_its_token_when_another_login_re_hashed_the_password_meanwhile(user, monkeypatch):
+    """Two logins at once after a hasher change both upgrade the hash: the stored hash then differs from
+    the one this login read, yet the password is still the user's, so it gets its token."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.hashers import make_password
+    from rest_framework.authtoken.serializers import AuthTokenSerializer
+
+    check = AuthTokenSerializer.validate
+
+    def then_re_hashed(self, attrs):
+        checked = check(self, attrs)
+        get_user_model().objects.filter(pk=user.pk).update(password=make_password(CREDENTIALS["password"]))
+        return checked
+
+    monkeypatch.setattr(AuthTokenSerializer, "validate", then_re_hashed)
+    response = APIClient().post("/api/token/", CREDENTIALS, format="json")
+    monkeypatch.undo()
+    assert response.status_code == 200 and works(response.json()["token"])
+
+
 def test_a_login_whose_hash_is_upgraded_still_gets_its_token(user, settings):
     """A login may re-hash the password (here md5, the tests' hasher, to a preferred one): that is a new
     hash but not a password change, and the login gets its token."""
