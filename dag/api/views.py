@@ -24,8 +24,9 @@ from .serializers import (ExportSerializer, FunctionSerializer, LaunchErrorSeria
                           NotFoundSerializer, PageErrorSerializer, SessionSerializer, SinceRevErrorSerializer)
 
 
-# Revisions are 63-bit (a BigIntegerField), so a since_rev of more digits is after any of them and a page
-# size that long is too large; reading no more also keeps int() under its 4,300-digit limit.
+# A number of more digits than this (leading zeros aside) is past any page size, and past any revision a
+# session can reach (a BigIntegerField, at most 19 digits, bumped once per change); reading no more also
+# keeps int() under its 4,300-digit limit.
 MAX_READ_DIGITS = 18
 
 
@@ -76,10 +77,11 @@ class SessionPagination(PageNumberPagination):
         raw = request.query_params.get(self.page_size_query_param)
         if raw is None:
             return self.page_size
-        if not (written_in_digits(raw) and len(raw) <= MAX_READ_DIGITS and 1 <= int(raw) <= self.max_page_size):
+        digits = raw.lstrip("0")  # leading zeros say nothing, and int() would count them against its limit
+        if not (written_in_digits(raw) and len(digits) <= MAX_READ_DIGITS and 1 <= int(digits or "0") <= self.max_page_size):
             raise ValidationError({self.page_size_query_param: [
                 f"must be a whole number from 1 to {self.max_page_size}, got {raw[:40]!r}"]})
-        return int(raw)
+        return int(digits)
 
     def get_page_number(self, request, paginator):
         """The page asked for: a whole number from 1, or "last"; a 400 naming `page` when it is not one
@@ -171,9 +173,10 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         if not written_in_digits(raw):
             return Response({"since_rev": [f"must be a whole number of 0 or more, got {raw[:40]!r}"]},
                             status=status.HTTP_400_BAD_REQUEST)
-        if len(raw.lstrip("0")) > MAX_READ_DIGITS:
+        digits = raw.lstrip("0")  # as for page_size
+        if len(digits) > MAX_READ_DIGITS:
             return Response([])  # after any revision a session can reach: nothing has changed since
-        nodes = session.nodes.filter(rev__gt=int(raw)).order_by("seq")
+        nodes = session.nodes.filter(rev__gt=int(digits or "0")).order_by("seq")
         return Response([node.as_dict() for node in nodes])
 
     @extend_schema(parameters=[SESSION_ID], responses={200: ExportSerializer, 404: NotFoundSerializer},

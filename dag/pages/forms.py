@@ -143,8 +143,8 @@ def choice_options(param: Param) -> list[tuple[str, Any]]:
 def to_form_text(param: Param, value: Any) -> Any:
     """How a JSON value is shown in the parameter's widget (for defaults and "run again")."""
     if param.kind == "bool":
-        if param.nullable:
-            return {None: "", True: "true", False: "false"}.get(value, "")
+        if param.nullable:  # a value of another type (an edited session's) shows as none
+            return "true" if value is True else "false" if value is False else ""
         return bool(value)
     if value is None:
         return ""

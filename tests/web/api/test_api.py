@@ -329,3 +329,17 @@ def test_a_launch_from_python_with_arguments_nested_too_deep_is_refused_not_a_re
     assert refused.value.errors == {"args": ["arguments nest objects and arrays deeper than 100 levels; "
                                                "send flatter data"]}
     assert not Session.objects.exists()
+
+
+@pytest.mark.parametrize("raw", ["0000000000000000005", "0" * 5_000 + "5"])
+def test_a_page_size_with_leading_zeros_is_read_as_its_number(api, user, raw):
+    for _ in range(6):
+        make_session(user)
+    body = api.get("/api/sessions/", {"page_size": raw}).json()
+    assert len(body["results"]) == 5
+
+
+def test_a_since_rev_with_thousands_of_leading_zeros_is_read_as_its_number(api, user):
+    session = make_session(user)
+    response = api.get(f"/api/sessions/{session.pk}/nodes/", {"since_rev": "0" * 5_000 + "1"})
+    assert response.status_code == 200 and response.json() == []

@@ -147,6 +147,12 @@ def test_run_again_keeps_an_optional_bools_value(value):
     assert resubmitted(maybe_flag, {"flag": value}).args == {"flag": value}
 
 
+@pytest.mark.parametrize("stored", [[True], {"a": 1}, "yes"])
+def test_run_again_of_an_optional_bool_stored_as_another_type_shows_none(stored):
+    # An edited or imported session's value: shown as none, not a TypeError (a 500 on "Run again").
+    assert '<option value="" selected>(none)</option>' in str(LaunchForm(maybe_flag, initial_args={"flag": stored})["flag"])
+
+
 # --- choices -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("posted, sent", [
