@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import math
 import re
+from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
+from django.db import connections, transaction
 from django.db.backends.base.operations import BaseDatabaseOperations
 from django.db.models import Field
 
@@ -52,24 +54,50 @@ def export_session(session: Session) -> dict:
     none of them newer than it, are the nodes as they were when it was read. A node newer than it means
     the run went on meanwhile: the session is read again and only the nodes changed since are read
     again, until a round sees no change after its session (one round for an ended session). No lock is
-    held, so a long export never holds up the run it reads.
+    held, so a long export does not hold up the run it reads; only a run that commits between every two
+    queries for `_EXPORT_ROUNDS` rounds is read once more, whole, in one transaction (`_one_snapshot`).
     """
     nodes: dict[int, dict] = {}
     since: Optional[int] = None  # the first round reads every node
     for _ in range(_EXPORT_ROUNDS):
-        session = Session.objects.get(pk=session.pk)
-        changed = Node.objects.filter(session=session)
-        if since is not None:
-            changed = changed.filter(rev__gt=since)
-        newest = 0
-        for node in changed.iterator(chunk_size=500):
-            nodes[node.pk] = node.as_dict()
-            newest = max(newest, node.rev)
+        session, newest = _read_changes(session.pk, since, nodes)
         if newest <= session.rev:
             break
         since = session.rev
+    else:
+        with _one_snapshot():
+            nodes.clear()
+            session, _ = _read_changes(session.pk, None, nodes)
     return {"version": EXPORT_VERSION, "session": session.as_dict(),
             "nodes": sorted(nodes.values(), key=lambda node: node["seq"])}
+
+
+def _read_changes(session_id, since: Optional[int], nodes: dict) -> tuple[Session, int]:
+    """The session as stored now, after which its nodes changed after `since` (all if None) go into
+    `nodes`; and the newest of their revs (0 if none)."""
+    session = Session.objects.get(pk=session_id)
+    changed = Node.objects.filter(session=session)
+    if since is not None:
+        changed = changed.filter(rev__gt=since)
+    newest = 0
+    for node in changed.iterator(chunk_size=500):
+        nodes[node.pk] = node.as_dict()
+        newest = max(newest, node.rev)
+    return session, newest
+
+
+@contextmanager
+def _one_snapshot() -> Iterator[None]:
+    """A transaction whose reads all see one moment: SQLite's writes wait for it (the app's transactions
+    begin IMMEDIATE); PostgreSQL is asked for REPEATABLE READ, which only the outermost transaction may
+    set (inside a caller's, the caller's isolation stands)."""
+    connection = connections[Session.objects.db]
+    outermost = not connection.in_atomic_block
+    with transaction.atomic(using=connection.alias):
+        if connection.vendor == "postgresql" and outermost:
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield
 
 
 def export_filename(session: Session) -> str:

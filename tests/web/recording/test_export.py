@@ -236,3 +236,23 @@ def test_an_export_of_a_session_that_runs_on_meanwhile_is_the_session_and_its_no
     assert Session.objects.get(pk=session.pk).as_dict() == document["session"]  # nothing after the last round
     assert [(node["name"], node["status"]) for node in document["nodes"]] == [
         ("f", "completed"), ("g", "running"), ("h", "running")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_export_of_a_run_that_never_pauses_between_two_reads_is_read_whole_in_one_transaction():
+    from django.db import connection
+
+    from dag.recording import export
+    session = new_session(function="f")
+    write_path.set_session_status(session.id, "running")
+    root = write_path.create_node(session.id, kind="code", name="f", depth=1)
+
+    def a_change_before_every_read_outside_a_transaction(execute, sql, params, many, context):
+        if 'FROM "dag_node"' in sql and not connection.in_atomic_block:
+            write_path.create_node(session.id, kind="code", name="g", depth=2, parent_id=root.pk)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(a_change_before_every_read_outside_a_transaction):
+        document = export_session(session)
+    assert max(node["rev"] for node in document["nodes"]) <= document["session"]["rev"]
+    assert document["session"]["node_count"] == len(document["nodes"]) == 1 + export._EXPORT_ROUNDS
