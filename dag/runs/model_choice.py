@@ -69,9 +69,13 @@ def available_models() -> list[tuple[str, str]]:
     for provider in sorted(_configured_providers() & set(KEYED_PROVIDERS)):
         model = provider_class(provider).default_model
         choices.setdefault(f"{provider}:{model}", f"{provider.capitalize()} ({model}).")
-    for spec in conf.MODELS:
-        provider = split_model_spec(spec)[0]
+    for listed in conf.MODELS:
+        provider, model = split_model_spec(listed)
         if provider in _configured_providers():
+            try:  # written as a launch that names it is (a provider alone: its default model)
+                spec = model_spec(provider, model)
+            except ValueError:  # a provider class that cannot be loaded: nothing to offer
+                continue
             choices.setdefault(spec, "Offered by this server (OPENPROGRAM_MODELS).")
     return list(choices.items())
 

@@ -109,3 +109,12 @@ def test_the_form_refuses_a_model_name_that_is_not_utf8_beside_its_field(logged_
                               content_type="application/x-www-form-urlencoded")
     assert response.status_code == 400 and list(response.context["options"].errors) == ["model"]
     assert not Session.objects.exists()
+
+
+def test_a_provider_listed_alone_in_openprogram_models_is_offered_once_as_its_default_model(settings, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    settings.OPENPROGRAM_MODELS = "openai,scripted"
+    monkeypatch.setenv("OPENPROGRAM_MODEL", "scripted:a")  # so that the scripted provider is set up too
+    offered = [spec for spec, _ in available_models()]
+    assert offered.count("openai:gpt-4o-mini") == 1 and "openai" not in offered
+    assert "scripted:scripted" in offered and clean_model("scripted") == "scripted:scripted"
