@@ -39,11 +39,15 @@ def executor_is_known(app_configs=None, **kwargs) -> list[Error]:
     """OPENPROGRAM_EXECUTOR names an executor: a typo is named here, not as a traceback at the first launch."""
     from .runs.executors import executor_class
     try:
-        executor_class(conf.EXECUTOR)
+        name = conf.EXECUTOR
     except ImproperlyConfigured:
         return []  # said by settings_are_valid
-    except (ImportError, TypeError) as exc:
-        return [Error(str(exc), hint="Fix or unset the variable (README, \"Configuration\").", id="dag.E006")]
+    try:
+        executor_class(name)
+    except Exception as exc:  # whatever importing its module raised (an ImproperlyConfigured of its own, too)
+        return [Error(f"{exc}" if isinstance(exc, (ImportError, TypeError)) else
+                      f"OPENPROGRAM_EXECUTOR={name!r} cannot be loaded: {type(exc).__name__}: {exc}",
+                      hint="Fix or unset the variable (README, \"Configuration\").", id="dag.E006")]
     return []
 
 

@@ -18,7 +18,6 @@ import os
 import socket
 import threading
 import time
-import weakref
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Callable, Iterator, Optional
@@ -48,7 +47,7 @@ class Leases:
         self._held: set[str] = set()
         self._lock = threading.Lock()
         self._thread = DaemonThread("openprogram-heartbeat", self._run)
-        self._lost_listeners: list[weakref.WeakMethod] = []
+        self._lost_listeners: list[Callable[[str], None]] = []
 
     @property
     def worker(self) -> str:
@@ -94,18 +93,17 @@ class Leases:
 
     def add_lost_listener(self, listener: Callable[[str], None]) -> None:
         """Have `listener(session_id)` called (on the heartbeat's thread) for each session a beat finds
-        written off. `listener` is a bound method, held weakly: an executor that new settings replaced is
-        not kept alive by it."""
+        written off, until `remove_lost_listener(listener)`."""
         with self._lock:
-            self._lost_listeners.append(weakref.WeakMethod(listener))
+            self._lost_listeners.append(listener)
 
     def remove_lost_listener(self, listener: Callable[[str], None]) -> None:
-        with self._lock:  # the dead ones go too
-            self._lost_listeners = [ref for ref in self._lost_listeners if ref() not in (None, listener)]
+        with self._lock:
+            self._lost_listeners = [known for known in self._lost_listeners if known != listener]
 
     def _tell_lost(self, session_id: str) -> None:
         with self._lock:
-            listeners = [listener for listener in (ref() for ref in self._lost_listeners) if listener is not None]
+            listeners = list(self._lost_listeners)
         for listener in listeners:
             try:
                 listener(session_id)

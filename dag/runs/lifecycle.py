@@ -38,6 +38,9 @@ def run_session(session_id) -> None:
     session = write_path.claim_session(session_id, worker=lease)
     if session is None:
         return
+    # One spelling of the id (a UUID's text) for the lease, the stop signal and the writes: the heartbeat
+    # tells the sessions it renewed by it, and a hex spelling would read as a lost lease.
+    session_id = str(session.pk)
     try:
         tool = catalog.get(session.function).tool
         kwargs = tool.validate(session.args)

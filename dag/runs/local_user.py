@@ -57,7 +57,6 @@ class ForgetsItsSavedPassword:
         return None
 
     def password_changed(self, password, user=None):
-        # Also called as ensure_local_user creates the user, before it saves the new password.
         if user is not None and user.get_username() == LOCAL_USERNAME:
             credentials_file().unlink(missing_ok=True)
 

@@ -71,8 +71,11 @@ def test_the_runtime_variables_as_set_here_pass():
     assert not [e for e in run_checks() if e.id == "dag.E005"]
 
 
-@pytest.mark.parametrize("value, words", [("nosuch.Thing", "OPENPROGRAM_EXECUTOR='nosuch.Thing' cannot be imported"),
-                                          ("dag.models.Session", "is not a dag.runs.executors.Executor subclass")])
+@pytest.mark.parametrize("value, words", [
+    ("nosuch.Thing", "OPENPROGRAM_EXECUTOR='nosuch.Thing' cannot be imported"),
+    ("dag.models.Session", "is not a dag.runs.executors.Executor subclass"),
+    ("tests.web.runs.unloadable_executor.Executor", "cannot be loaded: ImproperlyConfigured: this executor needs QUEUE_URL"),
+])
 def test_an_executor_that_is_not_one_is_a_startup_error(settings, value, words):
     settings.OPENPROGRAM_EXECUTOR = value
     errors = [e for e in run_checks() if e.id == "dag.E006"]
