@@ -172,6 +172,9 @@ class SessionListConsumer(LimitedPerUser, EndsWithItsLogin, ClosesOnLayerOutage,
     async def _answer_watch_after(self, wait: float) -> None:
         try:
             await self.sleep(wait)
+            # Answering now: a watch arriving meanwhile schedules the next answer, and must not cancel
+            # this one (watches arriving during each answer would otherwise starve the page of all).
+            self._watch_task = None
             if self._watches.take("watch"):
                 await self._answer_watch()
         except asyncio.CancelledError:

@@ -117,3 +117,33 @@ async def test_watches_an_interval_apart_are_each_answered_at_once(user, clock, 
         clock.now += WATCH_INTERVAL_S
     await comm.disconnect()
     assert waits == []
+
+
+async def test_a_watch_arriving_while_an_answer_is_on_its_way_does_not_cancel_that_answer(user, clock, waits,
+                                                                                         monkeypatch):
+    # Watches arriving during every answer must not starve the page: an answer, once begun, is sent.
+    first = await in_thread(queue_session, user, function="wiki_agent", args={"q": 1})
+    second = await in_thread(queue_session, user, function="wiki_agent", args={"q": 2})
+    sending, go_on = asyncio.Event(), asyncio.Event()
+    send = SessionListConsumer.send_json
+
+    async def held_send(self, content, close=False):
+        if content.get("type") == "rows" and waits and not go_on.is_set():  # the delayed answer
+            sending.set()
+            await go_on.wait()
+        return await send(self, content, close)
+    monkeypatch.setattr(SessionListConsumer, "send_json", held_send)
+    comm = await opened(user)
+    await watch(comm)
+    assert await answered(comm) == []
+    await watch(comm, first)  # too soon: answered after the interval
+    await until(lambda: waits)
+    waits.over.set()
+    await until(sending.is_set)  # that answer, with the rows of `first`, is on its way
+    reads_before = clock.reads
+    await watch(comm, second)
+    await until(lambda: clock.reads > reads_before)  # seen meanwhile
+    go_on.set()
+    assert await answered(comm) == [str(first.pk)]
+    assert await answered(comm) == [str(second.pk)]
+    await comm.disconnect()
