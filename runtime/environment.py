@@ -31,13 +31,21 @@ def unattended_by_default() -> bool:
 
 
 def environment_problems() -> list[str]:
-    """What is wrong with the runtime's OPENPROGRAM_* environment variables, one message each."""
+    """What is wrong with the runtime's OPENPROGRAM_* environment variables, one message each (the model
+    spec, the default budget, the reply caps, the model timeout and retries, OPENPROGRAM_UNATTENDED)."""
     from .default_budget import default_llm_calls
     from .dispatch import max_tool_calls_per_reply
+    from .providers.base import resolve_model
     from .providers.sdk import DEFAULT_TIMEOUT_S, MAX_TOKENS_ENV
     from .retry import RetryPolicy, env_number
 
-    readers = [default_llm_calls, max_tool_calls_per_reply, RetryPolicy.from_env, unattended_by_default,
+    def model_spec() -> None:  # OPENPROGRAM_MODEL
+        try:
+            resolve_model(None)
+        except ValueError as exc:
+            raise ValueError(f"OPENPROGRAM_MODEL: {exc}") from None
+
+    readers = [model_spec, default_llm_calls, max_tool_calls_per_reply, RetryPolicy.from_env, unattended_by_default,
                lambda: env_number("OPENPROGRAM_MODEL_TIMEOUT_S", DEFAULT_TIMEOUT_S),
                lambda: env_number(MAX_TOKENS_ENV, None, int)]
     problems = []

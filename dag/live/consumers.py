@@ -214,8 +214,8 @@ class SessionConsumer(LimitedPerUser, EndsWithItsLogin, ClosesOnLayerOutage, Asy
     async def dispatch(self, message):
         # Channels closes stale database connections before every handler, by a hop to its sync
         # thread and back; a busy run's batches arrive tens of times a second per viewer. `dag_batch`
-        # reads the database only to repair a gap, through `database_sync_to_async`, which closes
-        # them itself, so its batches skip the hop.
+        # reads the database only to repair a gap or to check the owner on a change of the session
+        # itself, through `database_sync_to_async`, which closes them itself, so its batches skip the hop.
         if message.get("type") == broadcast.BATCH_EVENT:
             await self.dag_batch(message)
         else:

@@ -32,24 +32,27 @@ def dumps(value) -> str:
 
 
 def fit(record: dict, fields=NODE_FIELDS) -> str:
-    """The record's JSON, at most NODE_LIMIT characters: if it is over, every value whose JSON is over
-    PREVIEW_CHARS is replaced by a preview and named in `truncated` (`fields`, those expected to be
-    large, first)."""
+    """The record's JSON, at most NODE_LIMIT characters: if it is over, each value of `fields` (those
+    expected to be large) whose JSON is over PREVIEW_CHARS is replaced by a preview and named in
+    `truncated`, and then, if that was not enough, each such value of the other fields."""
     text = dumps(record)
     if len(text) <= NODE_LIMIT:
         return text
     record = dict(record)
     cut = []
-    for field in [*fields, *(key for key in record if key not in fields)]:
-        value = record.get(field)
-        encoded = dumps(value)
-        if len(encoded) > PREVIEW_CHARS:
-            record[field] = preview(value if isinstance(value, str) else encoded)
-            cut.append(field)
-    record["truncated"] = cut
-    text = dumps(record)
-    if len(text) <= NODE_LIMIT:
-        return text
+    # The fields expected to be large first; the others (a provider's `usage`, which the page adds up)
+    # only if the record is still too large without those.
+    for round_fields in (fields, [key for key in record if key not in fields]):
+        for field in round_fields:
+            value = record.get(field)
+            encoded = dumps(value)
+            if len(encoded) > PREVIEW_CHARS:
+                record[field] = preview(value if isinstance(value, str) else encoded)
+                cut.append(field)
+        record["truncated"] = cut
+        text = dumps(record)
+        if len(text) <= NODE_LIMIT:
+            return text
     # Only a record of far more fields than a node or a session has gets here: what places it in the
     # tree is kept (each value a preview at most), and "*" says that everything else was left out.
     kept = {key: record[key] for key in PLACING_FIELDS if key in record}

@@ -132,11 +132,13 @@ class ListStream {
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
     const socket = new WebSocket(`${scheme}//${location.host}${this.path}`);
     this.socket = socket;
-    socket.onopen = () => {
+    // The backoff starts again only once the server has answered: it opens every socket before it
+    // says no (4429: too many live views open), so an open alone proves nothing.
+    socket.onopen = () => this.watch(rows());
+    socket.onmessage = (event) => {
       this.backoffMs = 500;
-      this.watch(rows());
+      this.receive(JSON.parse(event.data));
     };
-    socket.onmessage = (event) => this.receive(JSON.parse(event.data));
     socket.onclose = (event) => {
       clearTimeout(this.timer);
       if (event.code === LOGGED_OUT) return; // the next page load asks for a login

@@ -59,6 +59,7 @@ def test_a_lease_must_outlast_two_heartbeats(settings, lease_s, heartbeat_s, ref
     ("OPENPROGRAM_MODEL_RETRY_TOTAL_S", "nan", "OPENPROGRAM_MODEL_RETRY_TOTAL_S='nan' must be a finite number"),
     ("OPENPROGRAM_MAX_TOOL_CALLS_PER_REPLY", "many", "OPENPROGRAM_MAX_TOOL_CALLS_PER_REPLY='many' is not a valid int"),
     ("OPENPROGRAM_UNATTENDED", "of", "OPENPROGRAM_UNATTENDED='of' must be on or off"),
+    ("OPENPROGRAM_MODEL", "openai:", "OPENPROGRAM_MODEL: model 'openai:' has nothing after its ':'"),
 ])
 def test_a_bad_runtime_variable_is_a_startup_error_not_an_error_in_every_run(monkeypatch, variable, value, words):
     # Read only when a run needs it, such a value let the server start and then ended each run `error`.

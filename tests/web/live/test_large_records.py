@@ -160,3 +160,12 @@ def test_usage_keeps_at_most_32_other_counts():
     cleaned = clean_usage(usage)
     assert len(cleaned) == 34
     assert [key for key in cleaned if key.startswith("count_")] == [f"count_{index}" for index in range(32)]
+
+
+def test_a_usage_stays_whole_when_cutting_the_large_fields_is_enough():
+    # The page adds up each call's usage: cut to a preview for an output's sake, its tokens would vanish.
+    usage = {"input_tokens": 5, "output_tokens": 7, **{f"count_{i:02}_{'x' * 55}": i for i in range(32)}}
+    assert clean_usage(usage) == usage and len(json.dumps(usage)) > stream_frames.PREVIEW_CHARS
+    record = node_record(output="y" * 300_000, usage=usage)
+    streamed = json.loads(stream_frames.fit(record))
+    assert streamed["truncated"] == ["output"] and streamed["usage"] == usage

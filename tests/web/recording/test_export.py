@@ -86,7 +86,8 @@ def test_import_accepts_values_at_the_edges_of_what_is_stored(recorded_session):
     document = json.loads(json.dumps(export_session(recorded_session)))
     document["session"].update(rev=2**63 - 1, started_at="0001-01-01T00:00:00-01:00")
     document["nodes"][0].update(depth=2**31 - 1, output=_nested(32))
-    # A provider's own counts beside the two the totals add up (the recorder keeps them) round-trip.
+    # A usage's other counts beside the two the totals add up round-trip, whatever their shape (the
+    # recorder keeps only flat numbers, `clean_usage`; an export may come from elsewhere).
     usage = {"input_tokens": 5, "output_tokens": 2, "prompt_tokens_details": {"cached_tokens": 4}}
     document["nodes"][1].update(usage=usage)
     copy = import_session(document, new_session().owner)
