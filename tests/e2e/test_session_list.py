@@ -177,3 +177,44 @@ def test_a_stop_pressed_while_its_row_is_redrawn_still_stops_the_run(page):
     expect(nodes).not_to_have_text(nodes.text_content(), timeout=30000)  # redrawn while pressed
     page.mouse.up()
     expect(card.locator("[data-role=status]")).to_have_text("cancelled", timeout=30000)
+
+
+def test_a_list_socket_refused_after_it_opened_is_retried_with_a_growing_backoff(page):
+    # The server opens every socket before it closes one past the cap (4429), so an open alone must
+    # not start the backoff again. A stand-in socket opens then closes so; the page's reconnect timers
+    # are recorded (and run at once) instead of waited for.
+    page.add_init_script("""
+      window.reconnectDelays = [];
+      const realSetTimeout = window.setTimeout.bind(window);
+      window.setTimeout = (fn, ms, ...rest) => {
+        if (typeof fn === "function" && String(fn).includes("this.connect()")) {
+          window.reconnectDelays.push(ms);
+          return window.reconnectDelays.length < 8 ? realSetTimeout(fn, 0, ...rest) : 0;
+        }
+        return realSetTimeout(fn, ms, ...rest);
+      };
+      class RefusingSocket {
+        constructor(url) {
+          this.url = url;
+          this.readyState = 0;
+          realSetTimeout(() => {
+            this.readyState = 1;
+            this.onopen?.();
+            this.readyState = 3;
+            this.onclose?.({code: 4429, reason: "too many live views open"});
+          }, 0);
+        }
+        send() {}
+        close() {}
+      }
+      RefusingSocket.OPEN = 1;
+      window.WebSocket = RefusingSocket;
+    """)
+    page.goto("/sessions/")
+    expect(page.locator("body")).to_be_visible()
+    for _ in range(500):
+        delays = page.evaluate("() => window.reconnectDelays")
+        if len(delays) >= 6:
+            break
+        page.wait_for_timeout(20)
+    assert delays[:6] == [500, 1000, 2000, 4000, 8000, 10000]
