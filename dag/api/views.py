@@ -28,13 +28,19 @@ from .serializers import (ExportSerializer, FunctionSerializer, LaunchErrorSeria
 # session can reach (a BigIntegerField, at most 19 digits, bumped once per change); reading no more also
 # keeps int() under its 4,300-digit limit.
 MAX_READ_DIGITS = 18
+PAST_ANY = 10 ** MAX_READ_DIGITS  # what a number of more digits reads as
 
 
-def written_in_digits(raw: str) -> bool:
-    """Whether query parameter `raw` is a whole number of 0 or more written in ASCII digits alone: the one
-    rule of `page`, `page_size` and `since_rev`. int() alone also reads "+1", " 1 ", "1_0" and other
-    scripts' digits ("٣"); str.isdigit() alone takes "²", which int() refuses."""
-    return raw.isascii() and raw.isdigit()
+def read_count(raw: str) -> int | None:
+    """Query parameter `raw` as a whole number of 0 or more written in ASCII digits alone, the one rule of
+    `page`, `page_size` and `since_rev`; None if it is not one. int() alone also reads "+1", " 1 ", "1_0"
+    and other scripts' digits ("٣"); str.isdigit() alone takes "²", which int() refuses. Leading zeros
+    say nothing (and int() would count them against its limit); more than MAX_READ_DIGITS digits read as
+    PAST_ANY."""
+    if not (raw.isascii() and raw.isdigit()):
+        return None
+    digits = raw.lstrip("0")
+    return PAST_ANY if len(digits) > MAX_READ_DIGITS else int(digits or "0")
 
 
 class ModelViewSet(viewsets.ViewSet):
@@ -77,11 +83,11 @@ class SessionPagination(PageNumberPagination):
         raw = request.query_params.get(self.page_size_query_param)
         if raw is None:
             return self.page_size
-        digits = raw.lstrip("0")  # leading zeros say nothing, and int() would count them against its limit
-        if not (written_in_digits(raw) and len(digits) <= MAX_READ_DIGITS and 1 <= int(digits or "0") <= self.max_page_size):
+        size = read_count(raw)
+        if size is None or not 1 <= size <= self.max_page_size:
             raise ValidationError({self.page_size_query_param: [
                 f"must be a whole number from 1 to {self.max_page_size}, got {raw[:40]!r}"]})
-        return int(digits)
+        return size
 
     def get_page_number(self, request, paginator):
         """The page asked for: a whole number from 1, or "last"; a 400 naming `page` when it is not one
@@ -90,7 +96,7 @@ class SessionPagination(PageNumberPagination):
         raw = request.query_params.get(self.page_query_param)
         if raw is None or raw in self.last_page_strings:
             return super().get_page_number(request, paginator)
-        if not (written_in_digits(raw) and raw.strip("0")):
+        if not read_count(raw):  # None, or 0
             raise ValidationError({self.page_query_param: [
                 f"must be a whole number from 1 (or \"last\"), got {raw[:40]!r}"]})
         return raw  # however long: past the last page, Django's paginator makes it DRF's 404
@@ -170,13 +176,13 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     def nodes(self, request, pk=None):
         session = self.get_object()
         raw = request.query_params.get("since_rev", "0")
-        if not written_in_digits(raw):
+        since_rev = read_count(raw)
+        if since_rev is None:
             return Response({"since_rev": [f"must be a whole number of 0 or more, got {raw[:40]!r}"]},
                             status=status.HTTP_400_BAD_REQUEST)
-        digits = raw.lstrip("0")  # as for page_size
-        if len(digits) > MAX_READ_DIGITS:
+        if since_rev == PAST_ANY:
             return Response([])  # after any revision a session can reach: nothing has changed since
-        nodes = session.nodes.filter(rev__gt=int(digits or "0")).order_by("seq")
+        nodes = session.nodes.filter(rev__gt=since_rev).order_by("seq")
         return Response([node.as_dict() for node in nodes])
 
     @extend_schema(parameters=[SESSION_ID], responses={200: ExportSerializer, 404: NotFoundSerializer},

@@ -67,8 +67,8 @@ def available_models() -> list[tuple[str, str]]:
         choices[configured] = "This server's default model."
     choices.update({spec: text for spec, text in SIMULATED.items() if spec not in choices})
     for provider in sorted(_configured_providers() & set(KEYED_PROVIDERS)):
-        model = provider_class(provider).default_model
-        choices.setdefault(f"{provider}:{model}", f"{provider.capitalize()} ({model}).")
+        spec = model_spec(provider, None)
+        choices.setdefault(spec, f"{provider.capitalize()} ({spec.partition(':')[2]}).")
     for listed in conf.MODELS:
         provider, model = split_model_spec(listed)
         if provider in _configured_providers():
