@@ -33,6 +33,7 @@ import time
 from typing import Callable
 
 from ..conf import conf
+from ..thread_names import name_native_thread
 from . import session_list_notify
 from .frames import encode_item
 from .layer_outage import LAYER_UNREACHABLE, outage
@@ -151,7 +152,7 @@ class LayerForwarder:
         with self._lock:
             if self._private_loop is None:
                 loop = asyncio.new_event_loop()
-                threading.Thread(target=loop.run_forever, name="dag-broadcast", daemon=True).start()
+                threading.Thread(target=_run_forever, args=(loop,), name="dag-broadcast", daemon=True).start()
                 self._private_loop = loop
             return self._private_loop
 
@@ -196,6 +197,11 @@ class LayerForwarder:
                 log.warning("channel layer send for session %s failed", session_id, exc_info=True)
             else:
                 outage.reached(started)
+
+
+def _run_forever(loop: asyncio.AbstractEventLoop) -> None:
+    name_native_thread()
+    loop.run_forever()
 
 
 layer_forwarder = LayerForwarder()

@@ -18,6 +18,8 @@ from typing import Any, Callable, Optional
 
 from django.db import connections
 
+from ..thread_names import name_native_thread
+
 
 def _stop(executor: ThreadPoolExecutor) -> Future:
     done = executor.submit(connections.close_all)
@@ -42,7 +44,8 @@ class LoopOffload:
     def _thread(self) -> ThreadPoolExecutor:
         with self._lock:
             if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dag-recorder")
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dag-recorder",
+                                                    initializer=name_native_thread)
                 self._finalizer = weakref.finalize(self, _stop, self._executor)
                 self._finalizer.atexit = False  # at exit the executor already refuses new work
             return self._executor

@@ -11,6 +11,8 @@ from __future__ import annotations
 import threading
 from typing import Callable, Optional
 
+from ..thread_names import name_native_thread
+
 
 class DaemonThread:
     def __init__(self, name: str, target: Callable[..., None], lock: Optional[threading.Lock] = None):
@@ -27,8 +29,12 @@ class DaemonThread:
     def ensure_locked(self, *args) -> None:
         """`ensure()` for a caller already holding `lock`."""
         if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self.target, args=args, name=self.name, daemon=True)
+            self._thread = threading.Thread(target=self._run, args=args, name=self.name, daemon=True)
             self._thread.start()
+
+    def _run(self, *args) -> None:
+        name_native_thread()
+        self.target(*args)
 
     def forget(self) -> None:
         """Called by the thread, holding `lock`, as it decides to end: the next `ensure()` starts anew."""

@@ -17,6 +17,7 @@ from django.utils.module_loading import import_string
 
 from ..conf import conf
 from ..models import Session
+from ..thread_names import name_native_thread
 from ..recording import write_path
 from . import leases, lifecycle, stop
 
@@ -136,6 +137,7 @@ class InProcessExecutor(Executor):
                 self._waiting -= 1
 
     def _work(self) -> None:
+        name_native_thread()
         me = threading.current_thread()
         while True:
             session_id = self._take()

@@ -45,6 +45,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from ...conf import conf
 from ...live import broadcast
 from ...models import Node, Session
+from ...thread_names import name_native_thread
 from .batch_writes import NumberedBatch, Outcome, Part, exit_of, parts_of, prestage, write_parts
 from .revision import WriteRefused, refusal
 from .write_transaction import PIPELINED_VENDORS, WriteTransaction
@@ -192,6 +193,7 @@ class GroupWriter:
     # -- the writer thread -------------------------------------------------------------------------
 
     def _run(self) -> None:
+        name_native_thread()
         try:
             while True:
                 upcoming, self._next = self._next, None
