@@ -7,6 +7,7 @@ and only their sum over the cores bounds the rate.
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 from typing import Optional
@@ -31,6 +32,24 @@ def process_seconds(pid: int) -> Optional[float]:
     except (OSError, ValueError, IndexError):
         return None
     return own * _tick_seconds()
+
+
+def thread_seconds(pid: int) -> Optional[dict[str, float]]:
+    """The CPU seconds of process `pid`'s live threads by their OS names (`dag.thread_names`), threads of
+    one kind summed under one name ("op-run-0", "op-run-1": "op-run"); None if they cannot be read."""
+    seconds: dict[str, float] = {}
+    try:
+        tasks = list((PROC / str(pid) / "task").iterdir())
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            name = re.sub(r"[-_]\d+$", "", (task / "comm").read_text().strip())
+            own, _ = _ticks((task / "stat").read_text())
+        except (OSError, ValueError, IndexError):
+            continue  # ended while read
+        seconds[name] = seconds.get(name, 0.0) + own * _tick_seconds()
+    return seconds
 
 
 def postgres_seconds() -> Optional[float]:
@@ -68,6 +87,7 @@ class CpuWatch:
         self._wall = time.perf_counter()
         self._client = time.process_time()
         self._server = process_seconds(server) if server else None
+        self._server_threads = thread_seconds(server) if server else None
         self._database = postgres_seconds() if database else None
 
     def per_call(self, calls: int) -> dict:
@@ -77,9 +97,19 @@ class CpuWatch:
             return None if before is None or now is None else per_call_us(now - before, calls)
         figures = {"client_us": per_call_us(time.process_time() - self._client, calls),
                    "server_us": spent(self._server, process_seconds(self.server)) if self.server else None,
-                   "database_us": spent(self._database, postgres_seconds()) if self.database else None}
+                   "database_us": spent(self._database, postgres_seconds()) if self.database else None,
+                   "server_threads_us": self._threads_per_call(calls)}
         watched = [figures["client_us"], *([figures["server_us"]] if self.server else []),
                    *([figures["database_us"]] if self.database else [])]
         total = None if None in watched else sum(watched)  # a figure watched but unread: unknown
         cores = None if total is None or wall <= 0 else total * calls / 1e6 / wall
         return {**figures, "total_us": total, "cores": cores}
+
+    def _threads_per_call(self, calls: int) -> Optional[dict[str, float]]:
+        """The server's CPU per call by thread, largest first (a thread started meanwhile from 0)."""
+        now = thread_seconds(self.server) if self.server else None
+        if self._server_threads is None or now is None:
+            return None
+        spent = {name: per_call_us(seconds - self._server_threads.get(name, 0.0), calls)
+                 for name, seconds in now.items()}
+        return dict(sorted(spent.items(), key=lambda item: -item[1]))

@@ -387,6 +387,8 @@ def report(name: str, figures: dict) -> None:
           f"p95 {app['p95_ms']:.1f} ms")
     fastest = max(figures["raw"], key=figures["raw"].get)
     print("  " + cpu_line(app, fastest, figures["raw_cpu"][fastest]))
+    if app["cpu"]["server_threads_us"]:
+        print("  " + threads_line(app["cpu"]["server_threads_us"]))
     render = figures["render_ms"]
     print(f"  context for a model call after {RENDER_NODES:,} recorded calls (the default range, so as many as the "
           f"{render['cap']:,}-character cap holds): {render['ms']:.0f} ms for {render['chars']:,} characters")
@@ -412,6 +414,20 @@ def cpu_line(app: dict, way: str, floor: dict) -> str:
     return (f"CPU per call, in us: the app: server process {us(cpu['server_us'])}{database} + client "
             f"{us(cpu['client_us'])} = {us(cpu['total_us'])}, {busy} of {os.cpu_count()} cores busy; the raw "
             f"floor ({way}), a row: driver {us(floor['client_us'])}{floor_database} = {us(floor['total_us'])}")
+
+
+# What the server's threads are, by their OS names (`dag.thread_names`): Daphne's main thread keeps the
+# process's name.
+THREAD_ROLES = {"group-commit": "group-commit writer", "op-run": "run threads", "daphne": "event loop"}
+
+
+def threads_line(by_thread: dict[str, float]) -> str:
+    """The server process's CPU per call by thread: one GIL serializes them, so their sum, not the
+    largest, is what bounds the rate until the work is split across processes."""
+    shown = [(THREAD_ROLES.get(name, name), spent) for name, spent in by_thread.items() if spent >= 0.5]
+    rest = sum(spent for spent in by_thread.values() if spent < 0.5)
+    parts = [f"{role} {spent:,.0f}" for role, spent in shown] + ([f"others {rest:,.0f}"] if rest >= 0.5 else [])
+    return "the server process by thread, in us a call (one GIL: they add up): " + ", ".join(parts)
 
 
 def main() -> None:
