@@ -1,7 +1,7 @@
 """The operating system's name for each long-lived thread of the app.
 
 CPython 3.11 gives every thread the process's name at the OS level ("daphne", "celery"), so `top -H`,
-`ps -L`, py-spy and /proc/<pid>/task cannot tell the group-commit writer from a run thread or the
+`ps -L`, perf and /proc/<pid>/task cannot tell the group-commit writer from a run thread or the
 event loop. Each such thread names itself as it starts: its Python name, shortened to what Linux
 keeps (15 characters). Elsewhere (no /proc) naming does nothing.
 """

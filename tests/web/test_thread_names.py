@@ -1,4 +1,4 @@
-"""The app's long-lived threads carry their names at the OS level, where `top -H`, `ps -L`, py-spy and
+"""The app's long-lived threads carry their names at the OS level, where `top -H`, `ps -L`, perf and
 /proc/<pid>/task (the recording bench's CPU by thread) read them."""
 from __future__ import annotations
 
