@@ -3,6 +3,7 @@ the header, search over every call (also those not in the page), jump to error, 
 loading progress of a large session and the live badge."""
 import json
 import re
+import time
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 
@@ -313,18 +314,32 @@ def test_a_large_session_says_how_much_is_loaded_until_all_is(page, user):
     assert shown == sorted(shown) and shown[0] < 10000
 
 
+def running_bar_and_track_ends(page, timeout_s: float = 30) -> tuple[float, float]:
+    """The right ends of a running bar and of its track, read in one go: a live run's rows are drawn again
+    as "now" steps on (every 250 ms), so two separate reads could measure two different drawings, or an
+    element already replaced (Playwright then finds no box)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        ends = page.evaluate("""() => {
+          const bar = document.querySelector("[data-role=timeline-canvas] .tl-bar.status-running");
+          return bar && [bar.getBoundingClientRect().right, bar.closest(".tl-track").getBoundingClientRect().right];
+        }""")
+        if ends is not None:
+            return ends
+        assert time.monotonic() < deadline, "no running bar in the timeline"
+        time.sleep(0.05)
+
+
 def test_the_timeline_of_a_running_run_grows_and_running_bars_reach_now(page):
     long_run(page)
     page.get_by_role("button", name="Timeline").click()
     bars = page.locator("[data-role=timeline-canvas] .tl-bar")
     # The entry call and at least two count_steps: new bars arrive without a reload.
     expect(bars.nth(2)).to_be_attached()
-    running = page.locator(".tl-bar.status-running").first
-    expect(running).to_be_visible()
+    expect(page.locator(".tl-bar.status-running").first).to_be_visible()
     # A running call's bar ends at now, the right end of a live run's window.
-    track = page.locator(".tl-track").first.bounding_box()
-    box = running.bounding_box()
-    assert abs(box["x"] + box["width"] - (track["x"] + track["width"])) <= 2
+    bar_end, track_end = running_bar_and_track_ends(page)
+    assert abs(bar_end - track_end) <= 2
     stop(page)
     expect(page.locator(".tl-bar.status-running")).to_have_count(0)
 
