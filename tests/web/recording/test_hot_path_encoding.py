@@ -3,8 +3,10 @@ prebuilt JSON encoders (`json_text`), the node field adapters (`write_path.sql`)
 of `json_safe`."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import uuid
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
@@ -25,16 +27,60 @@ JSON = st.recursive(
     max_leaves=20)
 
 
+def _finite(value):
+    """`value` with every NaN and infinity as None: what a JSON parser reads back from the stream's text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    return value
+
+
 @settings(max_examples=300, derandomize=True, deadline=None)
 @given(JSON)
 def test_the_prebuilt_encoders_write_what_json_dumps_writes(value):
     assert dumps(value) == json.dumps(value)
+    compact = dumps_compact(value)
+    # The stream's encoder: compact ASCII JSON that a strict parser reads back as the value (the
+    # spelling of a float's exponent may differ from json.dumps'; NaN and infinities are null).
+    assert compact.isascii()
+    assert json.loads(compact, parse_constant=_refuse_constant) == _finite(value)
+    assert compact == json.dumps(_finite(value), ensure_ascii=True, separators=(",", ":")) or _has_float(value)
+
+
+def _refuse_constant(name):
+    raise AssertionError(f"{name} is not JSON")
+
+
+def _has_float(value) -> bool:
+    if isinstance(value, float):
+        return True
+    if isinstance(value, (list, dict)):
+        return any(_has_float(item) for item in (value.values() if isinstance(value, dict) else value))
+    return False
+
+
+@pytest.mark.parametrize("value", [
+    {"text": "caf\u00e9 \u2028 \U0001f600"},  # not ASCII: escaped, as json.dumps escapes it
+    {"huge": 2 ** 64, "small": -(2 ** 63) - 1},  # beyond 64 bits
+    {7: 1, None: 2, 1.5: 3, True: 4},  # keys that are not text
+    {"nested": [{"deep": [1, 2.5, "x", None, False]}]},
+])
+def test_the_compact_encoder_writes_what_json_dumps_writes_where_orjson_would_not(value):
     assert dumps_compact(value) == json.dumps(value, ensure_ascii=True, separators=(",", ":"), default=str)
 
 
 def test_the_compact_encoder_writes_what_it_cannot_encode_as_text_and_the_other_refuses_it():
     marker = datetime(2026, 12, 1, tzinfo=timezone.utc)
     assert dumps_compact({"at": marker}) == '{"at":"%s"}' % marker
+
+    @dataclasses.dataclass
+    class Point:
+        x: int
+
+    assert dumps_compact([Point(1), uuid.UUID(int=1)]) == '["%s","%s"]' % (Point(1), uuid.UUID(int=1))
     with pytest.raises(TypeError, match="datetime is not JSON serializable"):
         dumps({"at": marker})
 
