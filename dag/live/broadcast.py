@@ -18,10 +18,12 @@ Bursts are coalesced: messages accumulate per session and go out as one layer me
 most every `OPENPROGRAM_BROADCAST_WINDOW_S` seconds, so a run writing thousands of nodes a second sends
 tens of layer messages, not thousands.
 
-A layer message carries each change already encoded as its websocket JSON (`frames.encode_item`), with
-its rev beside it: `{"type": "dag.batch", "revs": [R, ...], "items": ['{"type":"node",...}', ...]}`.
-Encoded once here, a change costs the same for one viewer or ten; and the layer copies strings for
-nothing, where the in-memory layer deep-copies every nested dict it is given (with dicts, that copy
+A layer message carries a run of changes of contiguous revisions, each already encoded as its websocket
+JSON (`frames.encode_item`) in the publishing thread, joined into one string (`frames.encoded_runs`):
+`{"type": "dag.batch", "first": R, "last": S, "items": '{"type":"node",...}\\n{"type":"node",...}'}`.
+Encoded once here, a change costs the same for one viewer or ten; a viewer sends a run on as one frame
+without looking at its changes one by one; and the layer copies one string for nothing, where the
+in-memory layer deep-copies every list and dict it is given, element by element (with dicts, that copy
 took most of the server loop's time at a few thousand recorded calls per second) and Redis packs them.
 """
 from __future__ import annotations
@@ -35,7 +37,7 @@ from typing import Callable
 from ..conf import conf
 from ..thread_names import name_native_thread
 from . import session_list_notify
-from .frames import encode_item
+from .frames import RUN_SEPARATOR, encoded_runs
 from .layer_outage import LAYER_UNREACHABLE, outage
 
 log = logging.getLogger(__name__)
@@ -107,7 +109,7 @@ class LayerForwarder:
     def __init__(self, window_s: float | None = None):
         self._window_s = window_s
         self._lock = threading.Lock()
-        self._pending: dict[str, list[dict]] = {}
+        self._pending: dict[str, list[tuple[int, int, str]]] = {}  # runs (frames.encoded_runs)
         self._flush_scheduled = False
         self._last_flush = 0.0
         self._server_loop: asyncio.AbstractEventLoop | None = None
@@ -128,8 +130,9 @@ class LayerForwarder:
         loop = self._target_loop()
         if loop is None:
             return  # no consumer can be listening through this process's in-memory layer
+        runs = encoded_runs(messages)
         with self._lock:
-            self._pending.setdefault(session_id, []).extend(messages)
+            self._pending.setdefault(session_id, []).extend(runs)
             if self._flush_scheduled:
                 return
             self._flush_scheduled = True
@@ -179,24 +182,44 @@ class LayerForwarder:
             raise
 
     @staticmethod
-    async def _send(layer, session_id: str, items: list[dict]) -> None:
-        # Writers in several threads publish after their own commits, so arrival order is not rev
-        # order; sorting here saves the consumers most of their gap repairs.
-        items.sort(key=lambda item: item.get("rev", 0))
-        for start in range(0, len(items), MAX_ITEMS_PER_MESSAGE):
-            chunk = items[start:start + MAX_ITEMS_PER_MESSAGE]
+    async def _send(layer, session_id: str, runs: list[tuple[int, int, str]]) -> None:
+        for message in batch_events(runs):
             started = outage.clock()
             try:
-                await layer.group_send(group_name(session_id), {
-                    "type": BATCH_EVENT, "revs": [item.get("rev", 0) for item in chunk],
-                    "items": [encode_item(item) for item in chunk]})
+                await layer.group_send(group_name(session_id), message)
             except LAYER_UNREACHABLE as exc:  # Redis is away: said once per outage; viewers resync
                 outage.failed("sending live changes", exc)
-                return  # the session's other chunks would fail alike
+                return  # the session's other messages would fail alike
             except Exception:  # not an outage: viewers resync from the database, the log says why
                 log.warning("channel layer send for session %s failed", session_id, exc_info=True)
             else:
                 outage.reached(started)
+
+
+def batch_events(runs: list[tuple[int, int, str]]) -> list[dict]:
+    """The layer messages for a session's pending runs: in rev order (writers in several threads publish
+    after their own commits, so arrival order is not rev order, and sorting here saves the consumers
+    most of their gap repairs), runs that continue each other joined, at most MAX_ITEMS_PER_MESSAGE
+    changes each."""
+    events: list[dict] = []
+    parts: list[str] = []
+    first = last = 0
+    for run_first, run_last, joined in sorted(runs, key=lambda run: run[0]):
+        if parts and (run_first != last + 1 or run_last - first + 1 > MAX_ITEMS_PER_MESSAGE):
+            events.append(batch_event(first, last, RUN_SEPARATOR.join(parts)))
+            parts = []
+        if not parts:
+            first = run_first
+        parts.append(joined)
+        last = run_last
+    if parts:
+        events.append(batch_event(first, last, RUN_SEPARATOR.join(parts)))
+    return events
+
+
+def batch_event(first: int, last: int, joined: str) -> dict:
+    """The layer message of one run: the changes of revisions `first` to `last`, encoded and joined."""
+    return {"type": BATCH_EVENT, "first": first, "last": last, "items": joined}
 
 
 def _run_forever(loop: asyncio.AbstractEventLoop) -> None:

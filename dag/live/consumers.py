@@ -57,7 +57,7 @@ from ..models import Node, Session
 from ..recording import clock
 from ..runs.leases import worker_id
 from . import broadcast
-from .frames import encoded_live_frames, is_session_change, snapshot_frames
+from .frames import run_after, run_changes_session, run_frames, snapshot_frames
 from .layer_outage import ClosesOnLayerOutage
 from .login_check import CLOSE_RECONNECT, EndsWithItsLogin, login_still_holds
 from .node_rows import node_dicts
@@ -222,31 +222,27 @@ class SessionConsumer(LimitedPerUser, EndsWithItsLogin, ClosesOnLayerOutage, Asy
             await super().dispatch(message)
 
     async def dag_batch(self, event):
-        """Changes published by the broadcaster (encoded, each with its rev: see dag.live.broadcast):
-        forward the new ones, in rev order, without gaps."""
+        """A run of changes published by the broadcaster (revisions `first` to `last`, encoded and joined:
+        see dag.live.broadcast): forward what is new, in rev order, without gaps."""
         async with self._lock:
             if self.rev is None or self.refused:
                 return
-            revs, fresh, gap, last = [], [], False, self.rev
-            for rev, encoded in sorted(zip(event["revs"], event["items"]), key=lambda pair: pair[0]):
-                if rev <= last:
-                    continue  # already in the snapshot or sent before
-                if rev != last + 1:
-                    gap = True  # lost or not yet delivered: the database has it
-                    break
-                revs.append(rev)
-                fresh.append(encoded)
-                last = rev
-            # A session change may be an admin giving the session to someone else: asked before this
-            # batch (and what follows that change in it) goes out, not at the next heartbeat. Session
-            # changes are rare (a run's start, budget and end; an admin's edit): a query only then.
-            if any(map(is_session_change, fresh)) and not await self._still_owned():
-                return
-            self.rev = last
-            for frame in encoded_live_frames(revs, fresh) if fresh else ():
-                await self.send(text_data=frame)
-            if gap:
+            first, last = event["first"], event["last"]
+            if last <= self.rev:
+                return  # already in the snapshot or sent before
+            if first > self.rev + 1:
+                # Changes before it were lost or are not delivered yet: the database has them all.
                 await self._send_changes(self.rev)
+                return
+            fresh = run_after(first, event["items"], self.rev)
+            # A session change may be an admin giving the session to someone else: asked before this
+            # run (and what follows that change in it) goes out, not at the next heartbeat. Session
+            # changes are rare (a run's start, budget and end; an admin's edit): a query only then.
+            if run_changes_session(fresh) and not await self._still_owned():
+                return
+            first, self.rev = max(first, self.rev + 1), last
+            for frame in run_frames(first, last, fresh):
+                await self.send(text_data=frame)
 
     async def _still_owned(self) -> bool:
         """Whether the viewer still owns the session; if not, the stream is closed (4404) and refused."""

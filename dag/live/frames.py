@@ -118,9 +118,56 @@ def encode_item(item: dict) -> str:
     return dumps(item)
 
 
-def is_session_change(encoded: str) -> bool:
-    """Whether an encoded live change (`encode_item`) is a change of the session record itself."""
-    return encoded.startswith('{"type":"session"')
+SESSION_CHANGE = '{"type":"session"'
+# Live changes cross the channel layer as runs: changes of contiguous revisions, each encoded once
+# (`encode_item`) and joined by RUN_SEPARATOR. Compact JSON holds no raw newline (one in a string is
+# written as an escape), so the separator stands only between changes: a viewer forwards a run as one
+# batch frame by a single replace, whatever its length, and splits it only to drop what it has seen.
+RUN_SEPARATOR = "\n"
+
+
+def encoded_runs(items: list[dict]) -> list[tuple[int, int, str]]:
+    """Live changes (each with its "rev") as (first rev, last rev, the changes encoded and joined) runs
+    of contiguous revisions, in rev order."""
+    runs: list[tuple[int, int, str]] = []
+    encoded: list[str] = []
+    first = last = 0
+    for item in sorted(items, key=_rev):  # already in order when one batch of one writer made them
+        rev = _rev(item)
+        if encoded and rev != last + 1:
+            runs.append((first, last, RUN_SEPARATOR.join(encoded)))
+            encoded = []
+        if not encoded:
+            first = rev
+        encoded.append(encode_item(item))
+        last = rev
+    if encoded:
+        runs.append((first, last, RUN_SEPARATOR.join(encoded)))
+    return runs
+
+
+def _rev(item: dict) -> int:
+    return item.get("rev", 0)
+
+
+def run_after(first: int, joined: str, seen: int) -> str:
+    """What of a run (its first rev `first`) comes after revision `seen` (at least `first` - 1)."""
+    return joined if seen < first else joined.split(RUN_SEPARATOR, seen - first + 1)[-1]
+
+
+def run_changes_session(joined: str) -> bool:
+    """Whether a run holds a change of the session record itself."""
+    return joined.startswith(SESSION_CHANGE) or (RUN_SEPARATOR + SESSION_CHANGE) in joined
+
+
+def run_frames(first: int, last: int, joined: str) -> list[str]:
+    """A run of live changes (revisions `first` to `last`) as frames: one change as itself, several as
+    one batch, or as several where one would pass the frame limit."""
+    if first == last:
+        return [joined]
+    if len(joined) + 64 <= FRAME_LIMIT:
+        return ['{"type":"batch","rev":%d,"items":[%s]}' % (last, joined.replace(RUN_SEPARATOR, ","))]
+    return encoded_live_frames(list(range(first, last + 1)), joined.split(RUN_SEPARATOR))
 
 
 def _chunks(parts: list[str], room: int) -> Iterator[list[str]]:

@@ -10,12 +10,13 @@ import threading
 
 import pytest
 from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.db import connection, transaction
 from django.test import Client
 
-from dag.live import broadcast
+from dag.live import broadcast, frames
 from dag.models import Node, Session
 from dag.routing import websocket_urlpatterns
 
@@ -287,6 +288,26 @@ async def test_a_lost_message_is_repaired_from_the_database(user, session):
     await comm.disconnect()
     assert mirror.nodes[lost.pk]["name"] == "lost"
     assert "snapshot" in mirror.kinds[1:]  # the gap was filled by a database read
+
+
+async def test_a_run_overlapping_what_was_sent_is_forwarded_from_the_next_revision(user, session):
+    earlier = [await database_sync_to_async(record_node)(session.pk, name=f"before_{i}", publish=False)
+               for i in range(3)]  # revs 1-3: in the snapshot
+    comm = communicator(user, session.pk)
+    await comm.connect(timeout=TIMEOUT)
+    mirror = Mirror()
+    mirror.apply(await comm.receive_json_from(timeout=TIMEOUT))
+    assert mirror.rev == 3
+    later = [await database_sync_to_async(record_node)(session.pk, name=f"after_{i}", publish=False)
+             for i in range(2)]  # revs 4-5
+    changes = [{"type": "node", "rev": node.rev, "node": node.as_dict()} for node in earlier[1:] + later]
+    [(first, last, joined)] = frames.encoded_runs(changes)
+    await get_channel_layer().group_send(broadcast.group_name(session.pk), broadcast.batch_event(first, last, joined))
+    frame = await comm.receive_json_from(timeout=TIMEOUT)
+    mirror.apply(frame)  # asserts each change is the next revision: none of the snapshot's again
+    await comm.disconnect()
+    assert frame["type"] == "batch" and [item["node"]["name"] for item in frame["items"]] == ["after_0", "after_1"]
+    assert "snapshot" not in mirror.kinds[1:]  # no gap: nothing re-read
 
 
 async def test_the_heartbeat_repairs_a_lost_last_message(user, session):

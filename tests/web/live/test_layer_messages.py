@@ -1,14 +1,16 @@
-"""What the broadcaster hands the channel layer: each change encoded once, as a string beside its rev.
+"""What the broadcaster hands the channel layer: runs of contiguous revisions, each change encoded once,
+joined into one string.
 
-The in-memory layer deep-copies every message it is given and Redis packs it, so nested dicts cost
-each in proportion to their size; strings cost next to nothing, and one encoding serves every viewer.
+The in-memory layer deep-copies every message it is given, element by element, and Redis packs it, so
+nested dicts and lists cost each in proportion to their length; one string costs next to nothing, and
+one encoding serves every viewer.
 """
 import asyncio
 import json
 
 import channels.layers
 
-from dag.live import broadcast
+from dag.live import broadcast, frames
 
 # A bound on the wait, not a measure.
 TIMEOUT_S = 30
@@ -36,6 +38,57 @@ def test_a_layer_message_carries_each_change_encoded_once_in_rev_order(monkeypat
     asyncio.run(publish_from_a_writer_thread())
     [(group, message)] = sent
     assert group == broadcast.group_name("s1")
-    assert message["type"] == broadcast.BATCH_EVENT and message["revs"] == [1, 2]
-    assert all(isinstance(text, str) for text in message["items"])  # nothing nested for the layer to copy
-    assert [json.loads(text) for text in message["items"]] == [changes[1], changes[0]]
+    assert message["type"] == broadcast.BATCH_EVENT and (message["first"], message["last"]) == (1, 2)
+    assert isinstance(message["items"], str)  # nothing nested for the layer to copy
+    assert [json.loads(text) for text in message["items"].split("\n")] == [changes[1], changes[0]]
+
+
+def change(rev: int, **node) -> dict:
+    return {"type": "node", "rev": rev, "node": {"id": rev, "seq": rev, "name": "step\nwith a newline", **node}}
+
+
+def test_changes_become_runs_of_contiguous_revisions_whatever_order_they_come_in():
+    runs = frames.encoded_runs([change(5), change(2), change(3), change(7), change(6)])
+    assert [(first, last) for first, last, _ in runs] == [(2, 3), (5, 7)]
+    # A newline in a value is escaped by the JSON, so the separator only stands between changes.
+    assert [[json.loads(text)["rev"] for text in joined.split("\n")] for _, _, joined in runs] == [[2, 3], [5, 6, 7]]
+
+
+def test_runs_that_continue_each_other_become_one_message_of_at_most_the_item_limit(monkeypatch):
+    monkeypatch.setattr(broadcast, "MAX_ITEMS_PER_MESSAGE", 4)
+    runs = frames.encoded_runs([change(rev) for rev in (1, 2, 3, 4, 5, 6, 9)])
+    pieces = [frames.encoded_runs([change(rev) for rev in revs])[0] for revs in ((4, 5, 6), (1, 2, 3), (9,))]
+    events = broadcast.batch_events(pieces)
+    # 1-3 and 4-6 continue each other but would make 6 changes: two messages; 9 follows a gap.
+    assert [(event["first"], event["last"]) for event in events] == [(1, 3), (4, 6), (9, 9)]
+    assert "\n".join(event["items"] for event in events) == "\n".join(joined for _, _, joined in runs)
+    monkeypatch.setattr(broadcast, "MAX_ITEMS_PER_MESSAGE", 500)
+    assert [(event["first"], event["last"]) for event in broadcast.batch_events(pieces)] == [(1, 6), (9, 9)]
+
+
+def test_a_viewer_forwards_what_a_run_holds_after_what_it_has_seen():
+    _, _, joined = frames.encoded_runs([change(rev) for rev in range(3, 8)])[0]
+    assert [json.loads(text)["rev"] for text in frames.run_after(3, joined, 5).split("\n")] == [6, 7]
+    assert frames.run_after(3, joined, 2) == joined
+    [frame] = frames.run_frames(6, 7, frames.run_after(3, joined, 5))
+    batch = json.loads(frame)
+    assert batch["type"] == "batch" and batch["rev"] == 7 and [item["rev"] for item in batch["items"]] == [6, 7]
+    [single] = frames.run_frames(7, 7, frames.run_after(3, joined, 6))
+    assert json.loads(single) == change(7)
+
+
+def test_a_run_too_large_for_one_frame_goes_in_several(monkeypatch):
+    monkeypatch.setattr(frames, "FRAME_LIMIT", 400)
+    _, _, joined = frames.encoded_runs([change(rev, output="x" * 100) for rev in range(1, 11)])[0]
+    sent = [json.loads(frame) for frame in frames.run_frames(1, 10, joined)]
+    assert len(sent) > 1 and all(len(frame) <= 400 for frame in frames.run_frames(1, 10, joined))
+    assert [item["rev"] for frame in sent for item in frame["items"]] == list(range(1, 11))
+    assert all(frame["rev"] == frame["items"][-1]["rev"] for frame in sent)
+
+
+def test_a_session_change_is_found_at_the_start_of_a_change_only():
+    nodes = frames.encoded_runs([change(1, output={"type": "session"}), change(2)])[0][2]
+    assert '{"type":"session"' in nodes and not frames.run_changes_session(nodes)
+    session = {"type": "session", "rev": 3, "session": {"id": "s", "status": "running"}}
+    assert frames.run_changes_session(frames.encoded_runs([change(1), change(2), session])[0][2])
+    assert frames.run_changes_session(frames.encoded_runs([session])[0][2])

@@ -89,7 +89,7 @@ async def test_a_stream_closed_for_a_deleted_session_sends_nothing_more(user, se
 
     def late(rev):
         item = {"type": "node", "rev": rev, "node": {"id": 999, "seq": 0, "rev": rev, "name": "late"}}
-        return {"type": broadcast.BATCH_EVENT, "revs": [rev], "items": [encode_item(item)]}
+        return broadcast.batch_event(rev, rev, encode_item(item))
 
     group = broadcast.group_name(session.pk)
     await get_channel_layer().group_send(group, late(2))  # a gap: the repair finds the session gone
