@@ -28,6 +28,9 @@ class NodeCreate:
     session_id: str  # `session_key`
     lease: Optional[str]
     node: Node  # id set; the writer owns it from here on (it sets seq, rev and, if merged, the exit)
+    # Set (under the writer's lock) once a batch has taken it: until then, the call's exit is applied to
+    # `node` in the queue (`GroupWriter.finish_queued`) instead of being queued as a backfill.
+    taken: bool = False
 
 
 @dataclass(slots=True)
@@ -36,6 +39,7 @@ class NodeFinish:
     lease: Optional[str]
     pk: int
     fields: dict  # status, output, error, finished_at, ...
+    taken: bool = False  # as NodeCreate's (nothing is applied to a backfill in the queue)
 
 
 class Part:
@@ -217,7 +221,7 @@ class NumberedBatch:
                 original = self._originals.get(row.pk)
                 if original is not None:  # numbered by its own batch, written before this one
                     row.node.seq = original.seq
-                    _apply(original, {**row.fields, "rev": row.rev})
+                    apply(original, {**row.fields, "rev": row.rev})
                 row.change.renumber(row.node.seq, row.rev)
             outcomes[part.key] = outcome_of(rows)
         return outcomes
@@ -240,14 +244,14 @@ def _stage(part: Part, known: dict, read: dict, running: Optional[set] = None, *
             pk, fields = node.pk, None
         elif entry.pk in part.creates:
             pk, node, fields = entry.pk, part.creates[entry.pk], None
-            _apply(node, entry.fields)
+            apply(node, entry.fields)
         else:
             pk, node, fields = entry.pk, known.get(entry.pk) or read.get(entry.pk), entry.fields
             if running is not None and (node is None or pk not in running):
                 rows.append(Row(pk, node, None, fields, rev, ended=True))
                 continue
             if node is not None:
-                _apply(node, fields)
+                apply(node, fields)
         rev += 1
         if node is None:  # a node no longer there: the database finds none running to backfill
             rows.append(Row(pk, None, None, fields, rev))
@@ -257,12 +261,7 @@ def _stage(part: Part, known: dict, read: dict, running: Optional[set] = None, *
     return rows
 
 
-def exit_of(entry, following) -> bool:
-    """Whether `following` is the exit of the node `entry` creates."""
-    return (isinstance(entry, NodeCreate) and isinstance(following, NodeFinish)
-            and following.pk == entry.node.pk)
-
-
-def _apply(node: Node, fields: dict) -> None:
+def apply(node: Node, fields: dict) -> None:
+    """Set a backfill's `fields` (status, output, ...) on `node`."""
     for name, value in fields.items():
         setattr(node, name, value)

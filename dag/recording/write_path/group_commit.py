@@ -18,7 +18,9 @@ What stays as it was with one transaction per write:
 - a session's terminal status comes after its nodes: the session writes in `sessions` call
   `process_writer.flush_session` first.
 
-A node created and ended within one batch is inserted once, already ended (one row write, one revision).
+A call that ends while its entry is still queued is written once, already ended (one row write, one
+revision): its exit is applied to the queued node (`finish_queued`) rather than queued after it; so is
+a node created and ended within one batch.
 How a batch becomes rows is `batch_writes`: on PostgreSQL the rows' numbers are given by the statements
 themselves (`numbered_sql`), so a batch and its COMMIT are one round trip, and while the server works
 on it the writer takes the next batch (if it is ready) and stages it (`batch_writes.prestage`), so that
@@ -46,7 +48,7 @@ from ...conf import conf
 from ...live import broadcast
 from ...models import Node, Session
 from ...thread_names import name_native_thread
-from .batch_writes import NumberedBatch, Outcome, Part, exit_of, parts_of, prestage, write_parts
+from .batch_writes import NodeCreate, NumberedBatch, Outcome, Part, apply, parts_of, prestage, write_parts
 from .revision import WriteRefused, refusal
 from .write_transaction import PIPELINED_VENDORS, WriteTransaction
 
@@ -145,6 +147,19 @@ class GroupWriter:
             elif len(self._queue) == self.batch_rows:
                 self._not_empty.notify()  # a full batch need not wait out its window
             self._ensure_thread()
+
+    def finish_queued(self, create: NodeCreate, fields: dict) -> bool:
+        """End the node of `create`, a write queued here, with a backfill's `fields` if no batch has
+        taken it yet: it is then written once, already ended. False (nothing done) if it was taken: the
+        caller queues the backfill. Raises the session's recorded failure, as `submit` does."""
+        with self._lock:
+            failure = self._failures.get(create.session_id)
+            if failure is not None:
+                raise failure
+            if create.taken:
+                return False
+            apply(create.node, fields)
+            return True
 
     def flush(self, session_id: Any = None) -> Optional[BaseException]:
         """Wait until the writes of `session_id` (of every session, if None) queued before this call have
@@ -255,12 +270,8 @@ class GroupWriter:
             if isinstance(entry, _Barrier):
                 self._barriers -= 1
             else:
+                entry.taken = True  # from here on, the call's exit is queued, not applied (finish_queued)
                 rows += 1
-        if exit_of(batch[-1], self._queue[0] if self._queue else None):
-            # A leaf call's entry and exit, queued one after the other, stay in one batch: written
-            # once, already ended, instead of an insert here and a backfill (and a read of the
-            # node's status) in the next batch.
-            batch.append(self._queue.popleft())
         if self._queue:
             self._first_at = time.monotonic()
         self._not_full.notify_all()

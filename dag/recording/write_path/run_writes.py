@@ -56,6 +56,8 @@ class RunWrites:
         self._ids: deque[int] = deque()
         self._block = FIRST_BLOCK
         self._ids_lock = threading.Lock()
+        # The entries this run queued, by node id, with the writer they went to, until the call's exit.
+        self._queued: dict[int, tuple[GroupWriter, NodeCreate]] = {}
         self._local = threading.local()
         # Made inside a transaction (a test's): the run's writes never went to the writer, nothing to
         # commit first when they are made in it.
@@ -70,17 +72,21 @@ class RunWrites:
         if writer is None:
             return create_node(self.session_id, lease=self.lease, **fields)
         node = sql.new_node(id=self._next_id(), session_id=self.session_id, **fields)
-        writer.submit(NodeCreate(self._key, self.lease, node))
+        entry = NodeCreate(self._key, self.lease, node)
+        writer.submit(entry)
+        self._queued[node.pk] = (writer, entry)
         return node
 
     def finish(self, node: Node, **fields: Any) -> None:
         """Backfill `node` (status, output, error, ...; `finished_at` now unless given). An exit that
-        arrives after the node ended (a stop closed it) changes nothing: a terminal status is final."""
+        arrives after the node ended (a stop closed it) changes nothing: a terminal status is final.
+        A node whose entry is still queued is ended in the queue, and written once."""
         fields.setdefault("finished_at", clock.now())
+        queued = self._queued.pop(node.pk, None)
         writer = self._grouped()
         if writer is None:
             finish_node(node, lease=self.lease, **fields)
-        else:
+        elif queued is None or queued[0] is not writer or not writer.finish_queued(queued[1], fields):
             writer.submit(NodeFinish(self._key, self.lease, node.pk, fields))
 
     def flush(self, *, raise_failure: bool = True) -> Optional[BaseException]:

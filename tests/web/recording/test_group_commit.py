@@ -250,16 +250,18 @@ def test_a_forked_child_makes_a_writer_of_its_own():
     assert process_writer.process_writer() is parent
 
 
-def test_a_leaf_calls_entry_and_exit_queued_together_are_written_once_even_at_a_batch_boundary(published):
+def test_a_call_that_ends_while_its_entry_is_queued_is_written_once_already_ended(published):
     gate = threading.Event()
     writer = group_commit.GroupWriter(batch_ms=0, batch_rows=1, capacity=4, gate=gate)
     session = new_session()
     writes = write_path.RunWrites(session.pk, writer=writer)
     try:
         writes.create(kind="code", name="held")
-        assert writer.holding.wait(60)  # the writer holds the first batch: the next two queue behind it
+        assert writer.holding.wait(60)  # the writer holds the first batch: what follows stays queued
         leaf = writes.create(kind="code", name="leaf")
         writes.finish(leaf, status="completed")
+        with writer._lock:
+            assert len(writer._queue) == 1  # the exit went into the queued entry, not after it
     finally:
         gate.set()
     writes.flush()

@@ -12,6 +12,7 @@ from dag.recording.write_path import group_commit, process_writer
 from dag.recording.values import json_safe, preview
 from runtime import (Budget, BudgetExceeded, CancelledError, Runtime, add_pre_invocation_hook,
                      agentic_function, function, remove_pre_invocation_hook)
+from runtime.context import current_recorder
 from runtime.function import _MAX_AGENTIC_RECURSION_DEPTH
 
 from ..dag_helpers import model_call, new_session, recording
@@ -332,6 +333,9 @@ async def test_async_functions_record_from_inside_the_event_loop():
 def test_every_write_is_broadcast_after_commit_with_its_revision():
     @agentic_function
     def leaf():
+        # Its entry committed before it returns: its exit is a write of its own, not applied to the
+        # queued entry (which would be written once, already ended).
+        current_recorder().flush()
         return "leaf"
 
     @agentic_function

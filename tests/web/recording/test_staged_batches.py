@@ -92,7 +92,7 @@ def test_a_batch_staged_before_its_sessions_write_failed_is_staged_again_without
     # goes (written again alone). Batch 2 was staged during batch 1 with A's next write in it and the
     # exit of B's b2, which batch 1 creates. A's writes after its failure must not be written, so
     # batch 2 is staged again without them; and b2 goes in as batch 1 wrote it, running, then ends.
-    writer = group_commit.GroupWriter(batch_ms=FOREVER_MS, batch_rows=4)
+    writer = group_commit.GroupWriter(batch_ms=FOREVER_MS, batch_rows=3)
     go = threading.Event()
     go.set()
     watch = StagingWatch(monkeypatch, writer, go, before_sending=True)
@@ -101,11 +101,13 @@ def test_a_batch_staged_before_its_sessions_write_failed_is_staged_again_without
     b = write_path.RunWrites(good.pk, lease="host:b", writer=writer)
     a.create(kind="code", name="x" * 300)  # batch 1
     b1 = b.create(kind="code", name="b1")
-    b.finish(b1, status="completed")
+    b.finish(b1, status="completed")  # while b1 is queued: it goes in once, already ended
     b2 = b.create(kind="code", name="b2")
+    wait_for(lambda: not writer._queue, 60, "batch 1 to be taken")  # so b2's exit is a write of its own
     a.create(kind="code", name="a2")  # batch 2, queued while batch 1 is on the server
     b.finish(b2, status="completed", output="two")
     b3 = b.create(kind="code", name="b3")
+    assert watch.staged.wait(60)  # batch 2 taken and staged: b3's exit is a write of its own too
     b.finish(b3, status="completed")
     watch.all_queued.set()
     b.flush()
