@@ -168,7 +168,7 @@ def _write_counted_first(tx: WriteTransaction, parts: list[Part], open_nodes: di
         ended = sum(row.ended for row in rows)
         if ended:
             sql.give_back_revisions(tx, part.session_id, ended)
-        sql.insert_nodes(tx, [row.node for row in rows if row.fields is None])
+        sql.insert_nodes(tx, [(row.node, row.change["node"]) for row in rows if row.fields is None])
         sql.update_nodes(tx, [(row.pk, {**row.fields, "rev": row.rev})
                               for row in rows if row.fields is not None and not row.ended])
         outcomes[part.key] = outcome_of(rows)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from functools import lru_cache, partial
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Optional
 
 from django.db import DEFAULT_DB_ALIAS, connections, models
@@ -271,9 +271,13 @@ def _insert_with_id_sql(vendor: str, rows: int = 1) -> str:
                         vendor)
 
 
-def insert_nodes(tx: WriteTransaction, nodes: list[Node]) -> None:
-    """INSERT the unsaved `nodes`, each with its id already set (`reserve_node_ids`), up to
-    `ROWS_PER_INSERT` rows per statement (SQLite: PostgreSQL batches go through `numbered_sql`).
+def insert_nodes(tx: WriteTransaction, nodes: list[tuple[Node, dict]]) -> None:
+    """INSERT the unsaved nodes, each with its id already set (`reserve_node_ids`) and beside its record
+    (`Node.as_dict()`, made for the live stream anyway), up to `ROWS_PER_INSERT` rows per statement
+    (SQLite: PostgreSQL batches go through `numbered_sql`).
+
+    A row's values are read from the record (`_record_row`): it holds every column's value, and its times
+    as ISO text, from which SQLite's text of a UTC time is cut without formatting it again.
 
     SQLite's driver lets go of the GIL around each statement's execution, and a busy run thread that
     takes it meanwhile keeps it for up to a switch interval (5 ms); with executemany (one execution per
@@ -281,31 +285,51 @@ def insert_nodes(tx: WriteTransaction, nodes: list[Node]) -> None:
     against 40-55 ms as multi-row INSERTs.
     """
     connection = tx.connection
-    preparing = _batch_preparing()
-    rows = [[node.pk, *_prepare(_node_values(node), preparing, connection)] for node in nodes]
+    keys: dict = {}  # the session's key, prepared once per session: a batch's rows share a few sessions
+    rows = [_record_row(node, record, keys, connection) for node, record in nodes]
     per_statement = _rows_per_insert(connection)
     for start in range(0, len(rows), per_statement):
         chunk = rows[start:start + per_statement]
         tx.execute(_insert_with_id_sql(connection.vendor, len(chunk)), [value for row in chunk for value in row])
-    for node in nodes:
+    for node, _ in nodes:
         node._state.adding = False
         node._state.db = connection.alias
 
 
-def _batch_preparing() -> tuple:
-    """`_prepare`'s `preparing` for one batch of rows, the session's key prepared once per session: a
-    batch's rows share a few sessions, and preparing a UUID key (parse, then the backend's form) cost
-    more than any other column of a row."""
-    prepare, known = _NODE_PREPARERS[_SESSION_AT], {}
-    if prepare is None:  # a key that goes as it is: nothing to remember
-        return _preparing(_NODE_PREPARERS)
+# The columns of `_insert_with_id_sql`, the id first, as keys of a node's record, the session's key
+# left out (a record has none); where in a row the session's key, the JSON and the times go.
+_ROW_FIELDS = (Node._meta.pk, *_NODE_FIELDS)
+_record_values = itemgetter(*("id" if field.primary_key else field.name for field in _ROW_FIELDS
+                              if field.name != "session"))
+_ROW_SESSION_AT = _SESSION_AT + 1
+_ROW_JSON_AT = tuple(index for index, field in enumerate(_ROW_FIELDS) if isinstance(field, models.JSONField))
+_ROW_TIMES_AT = tuple((index, field.attname) for index, field in enumerate(_ROW_FIELDS)
+                      if isinstance(field, models.DateTimeField))
+_UTC_SUFFIX = "+00:00"
 
-    def session_key(value, connection):
-        key = known.get(value)
-        if key is None:
-            key = known[value] = prepare(value, connection)
-        return key
-    return _preparing((*_NODE_PREPARERS[:_SESSION_AT], session_key, *_NODE_PREPARERS[_SESSION_AT + 1:]))
+
+def _record_row(node: Node, record: dict, keys: dict, connection) -> list:
+    """The INSERT values of `node` read from its `record`, as `_prepare` would make them from the node;
+    `keys`: the sessions' prepared keys, by session id, filled as they are met."""
+    row = list(_record_values(record))
+    session_id = node.__dict__["session_id"]  # its descriptor is a data descriptor: a read costs a call
+    key = keys.get(session_id)
+    if key is None:
+        key = keys[session_id] = _SESSION_PK.get_db_prep_save(session_id, connection)
+    row.insert(_ROW_SESSION_AT, key)
+    for index in _ROW_JSON_AT:
+        value = row[index]
+        if value is not None:
+            row[index] = _adapt_json(None, value, connection)
+    utc = connection.timezone is timestamps.UTC
+    for index, attname in _ROW_TIMES_AT:
+        text = row[index]
+        if text is not None:
+            # An aware time at offset 0 written for a UTC database: its ISO text without the T and the
+            # offset (`sqlite_utc`); any other, from the node's own value.
+            row[index] = (f"{text[:10]} {text[11:-6]}" if utc and text.endswith(_UTC_SUFFIX)
+                          else _adapt_datetime(getattr(node, attname), connection))
+    return row
 
 
 def _rows_per_insert(connection) -> int:

@@ -157,23 +157,41 @@ def test_a_batch_prepares_each_sessions_key_once_and_as_the_orm_does(db, user, m
     from dag.recording.write_path.write_transaction import WriteTransaction
 
     prepared = []
-    orm = sql._NODE_PREPARERS[sql._SESSION_AT]
+    orm = sql._SESSION_PK.get_db_prep_save
 
     def counted(value, connection):
         prepared.append(value)
         return orm(value, connection)
 
-    monkeypatch.setattr(sql, "_NODE_PREPARERS", (*sql._NODE_PREPARERS[:sql._SESSION_AT], counted,
-                                                 *sql._NODE_PREPARERS[sql._SESSION_AT + 1:]))
     first, second = (str(Session.objects.create(owner=user, function="f").pk) for _ in range(2))
+    monkeypatch.setattr(sql._SESSION_PK, "get_db_prep_save", counted)
     order = [first, second, first, first, second]
     with WriteTransaction() as tx:
         ids = sql.reserve_node_ids(tx, len(order))
-        sql.insert_nodes(tx, [sql.new_node(id=pk, session_id=key, seq=seq, kind="code", name="step")
-                              for seq, (pk, key) in enumerate(zip(ids, order))])
+        nodes = [sql.new_node(id=pk, session_id=key, seq=seq, kind="code", name="step")
+                 for seq, (pk, key) in enumerate(zip(ids, order))]
+        sql.insert_nodes(tx, [(node, node.as_dict()) for node in nodes])
     assert prepared == [first, second]
     assert [str(key) for key in Node.objects.filter(pk__in=ids).order_by("seq").values_list("session_id", flat=True)
             ] == order
+
+
+MOMENTS = [datetime(2026, 12, 2, 8, 0, 0, 250000, tzinfo=timezone.utc),
+           datetime(2026, 12, 2, 8, 0, 0, tzinfo=timezone.utc),  # no fraction: none written
+           datetime(2026, 12, 2, 9, 0, 0, 1, tzinfo=ZoneInfo("Europe/Paris")),
+           datetime(2026, 12, 2, 8, 0, 0, 1, tzinfo=ZoneInfo("Europe/London")),  # offset 0, not UTC itself
+           None]
+
+
+@pytest.mark.parametrize("moment", MOMENTS)
+@pytest.mark.parametrize("output, usage", [(17, None), (None, {"input_tokens": 3, "output_tokens": 4})])
+def test_a_node_row_read_from_its_record_is_what_the_orm_prepares_of_each_field(db, output, usage, moment):
+    node = sql.new_node(id=41, session_id="8c4bd3a0-8f2e-4a41-9a53-5fd0c5a2f3b1", parent_id=5, seq=3, kind="code",
+                        name="step", status="completed", input={"i": 3, "note": "caf\u00e9"}, output=output,
+                        usage=usage, render_range={"callers": 2}, started_at=moment, finished_at=moment, rev=9)
+    row = sql._record_row(node, node.as_dict(), {}, connection)
+    orm = [field.get_db_prep_save(getattr(node, field.attname), connection) for field in sql._ROW_FIELDS]
+    assert [_comparable(value) for value in row] == [_comparable(value) for value in orm]
 
 
 @pytest.mark.parametrize("output, usage", [(17, None), (None, {"input_tokens": 3, "output_tokens": 4})])
