@@ -39,18 +39,16 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, Optional
 
 from django.db import DEFAULT_DB_ALIAS, connections
 
 from ...conf import conf
 from ...live import broadcast
-from ...models import Node, Session
+from ...models import Session
 from ...thread_names import name_native_thread
-from .batch_writes import NodeCreate, NumberedBatch, Outcome, Part, apply, parts_of, prestage, write_parts
-from .revision import WriteRefused, refusal
-from .write_transaction import PIPELINED_VENDORS, WriteTransaction
+from .batch_writer import BatchWriter
+from .batch_writes import NodeCreate, NumberedBatch, Outcome, apply
 
 log = logging.getLogger(__name__)
 
@@ -69,13 +67,6 @@ OTHER_BATCH_ROWS = 500
 # while one commits. A deeper queue adds nothing to the rate (the writer is what limits it), only
 # delay between a write and its commit, and to what a crash loses.
 QUEUE_BATCHES = 1
-
-
-@dataclass(slots=True)
-class _Next:
-    """A batch taken while the one before it was being written, and its staging if it has one."""
-    batch: list
-    staged: Optional[NumberedBatch] = None
 
 
 @dataclass(slots=True)
@@ -98,7 +89,6 @@ class GroupWriter:
         self.batch_rows = (batch_rows or conf.WRITE_BATCH_ROWS
                            or BATCH_ROWS_BY_VENDOR.get(connections[DEFAULT_DB_ALIAS].vendor, OTHER_BATCH_ROWS))
         self.capacity = capacity or QUEUE_BATCHES * self.batch_rows
-        self.gate = gate
         self.holding = threading.Event()
         self._lock = threading.Lock()
         self._not_empty = threading.Condition(self._lock)
@@ -109,12 +99,11 @@ class GroupWriter:
         self._waiting = 0
         self._pending: dict[Any, int] = {}  # writes queued or in flight, by session
         self._failures: dict[Any, BaseException] = {}  # why a session's writes are refused, by session
-        self._open: dict[Any, dict[int, Node]] = {}  # nodes written running, by session (writer thread)
+        self._batches = BatchWriter(self._failures, gate=gate, holding=self.holding)  # the writer thread's
         self._thread: Optional[threading.Thread] = None
         self._stopping = False
-        # The next batch, taken (and on PostgreSQL staged) while the current one was on the server; its
-        # writes still count against the queue's room until they are written (`_held`).
-        self._next: Optional[_Next] = None
+        # The writes of the next batch, taken (and on PostgreSQL staged) while the current one was on the
+        # server: they still count against the queue's room until they are written.
         self._held = 0
         self._lingered = False  # idle since the last batch, its connection given back (writer thread)
 
@@ -185,7 +174,7 @@ class GroupWriter:
         key = session_key(session_id)
         with self._lock:
             self._failures.pop(key, None)
-            self._open.pop(key, None)
+            self._batches.forget(key)
 
     def stop(self) -> None:
         """Commit what is queued, then end the thread (it closes its database connection)."""
@@ -211,8 +200,8 @@ class GroupWriter:
         name_native_thread()
         try:
             while True:
-                upcoming, self._next = self._next, None
-                batch = upcoming.batch if upcoming is not None else self._take()
+                upcoming = self._batches.take_upcoming()
+                batch = upcoming.token if upcoming is not None else self._take()
                 if batch is None:
                     return
                 if batch:
@@ -221,10 +210,11 @@ class GroupWriter:
                     connections[DEFAULT_DB_ALIAS].close()  # idle: hold no connection
         finally:
             with self._lock:
-                if self._next is not None:  # ended by surprise with a batch taken: it goes back, first
-                    self._queue.extendleft(reversed(self._next.batch))
-                    self._barriers += sum(isinstance(entry, _Barrier) for entry in self._next.batch)
-                    self._next, self._held = None, 0
+                upcoming = self._batches.take_upcoming()
+                if upcoming is not None:  # ended by surprise with a batch taken: it goes back, first
+                    self._queue.extendleft(reversed(upcoming.token))
+                    self._barriers += sum(isinstance(entry, _Barrier) for entry in upcoming.token)
+                    self._held = 0
                 if self._thread is threading.current_thread():
                     self._thread = None  # ended by surprise: the next write starts another
             connections.close_all()
@@ -248,15 +238,16 @@ class GroupWriter:
                 self._not_empty.wait(deadline - time.monotonic())
             return self._pop_batch()
 
-    def _take_ready(self) -> Optional[list]:
-        """The next batch if it is ready now (full, flushed, or its window over), else None; its writes
-        are `_held` until written."""
+    def _take_ready(self) -> Optional[tuple[list, list]]:
+        """The next batch (and its writes) if it is ready now (full, flushed, or its window over), else
+        None; its writes are `_held` until written."""
         with self._lock:
             if not self._queue or not self._batch_ready(self._first_at + self.batch_s):
                 return None
             batch = self._pop_batch()
-            self._held = sum(not isinstance(entry, _Barrier) for entry in batch)
-            return batch
+            writes = [entry for entry in batch if not isinstance(entry, _Barrier)]
+            self._held = len(writes)
+            return batch, writes
 
     def _batch_ready(self, deadline: float) -> bool:  # called with the lock held
         return (bool(self._barriers) or len(self._queue) >= self.batch_rows or self._stopping
@@ -280,100 +271,24 @@ class GroupWriter:
     def _write(self, batch: list, staged: Optional[NumberedBatch] = None) -> None:
         """Write `batch` (`staged`: its parts, already staged while the batch before was on the server)."""
         writes = [entry for entry in batch if not isinstance(entry, _Barrier)]
-        outcomes: dict[tuple, Outcome] = {}
         with self._lock:
             if self._held:  # the batch's writes leave the queue's count now that they are written
                 self._held = 0
                 self._not_full.notify_all()
         try:
-            parts = staged.parts if staged is not None else parts_of(writes, self._failures)
-            try:
-                with WriteTransaction() as tx:
-                    # With a test's gate the COMMIT waits for it; otherwise it may go with the statements,
-                    # and on PostgreSQL the next batch is staged while the server works on them.
-                    held = self.gate is not None
-                    pipelined = not held and tx.connection.vendor in PIPELINED_VENDORS
-                    outcomes = write_parts(tx, parts, self._open, commit=not held,
-                                           meanwhile=partial(self._stage_next, tx) if pipelined else None,
-                                           staged=staged)
-                    self._wait_at_gate()
-            except Exception:
-                # One session's bad write must not cost the others theirs: each part alone.
-                log.warning("a batch of %d node writes failed; writing it session by session", len(writes),
-                            exc_info=True)
-                self._unstage_next()
-                outcomes = {}
-                for part in parts:
-                    outcomes.update(self._write_alone(part))
-            self._explain_refusals(outcomes)
-            if any(outcome.refused or outcome.failure is not None for outcome in outcomes.values()):
-                self._unstage_next()  # staged before these sessions' writes were known to fail
-            self._after_commit(outcomes)
+            self._after_commit(self._batches.write(writes, self._take_ready, staged))
         except Exception:  # never leave a flush waiting on a writer that died
             log.exception("the group-commit writer failed on a batch of %d writes", len(writes))
         finally:
             self._settle(batch)
-
-    def _stage_next(self, tx: WriteTransaction, in_flight: NumberedBatch) -> None:
-        """While the server works on the batch `in_flight`: take the next one if it is ready, and stage
-        it (`prestage`, no database work) so that only its sending is left for after this batch.
-        It never raises: the batch in flight may be committed already, and must not look failed."""
-        try:
-            batch = self._take_ready()
-            if batch is None:
-                return
-            self._next = upcoming = _Next(batch)
-            parts = parts_of([entry for entry in batch if not isinstance(entry, _Barrier)], self._failures)
-            upcoming.staged = prestage(tx, parts, self._open, in_flight)
-        except Exception:  # the batch, if taken, is staged the usual way when it is written
-            log.warning("staging the next batch of node writes failed", exc_info=True)
-
-    def _unstage_next(self) -> None:
-        if self._next is not None:
-            self._next.staged = None
-
-    def _wait_at_gate(self) -> None:
-        if self.gate is not None and not self.gate.is_set():
-            self.holding.set()
-            self.gate.wait()
-            self.holding.clear()
-
-    def _write_alone(self, part: Part) -> dict[tuple, Outcome]:
-        try:
-            with WriteTransaction() as tx:
-                return write_parts(tx, [part], self._open)
-        except Exception as exc:
-            log.exception("node writes of session %s failed", part.session_id)
-            return {part.key: Outcome(failure=exc)}
-
-    def _explain_refusals(self, outcomes: dict[tuple, Outcome]) -> None:
-        """Say why each refused part was refused (the session ended, or another worker holds it)."""
-        for (session_id, lease), outcome in outcomes.items():
-            if outcome.refused:
-                try:
-                    with WriteTransaction() as tx:
-                        outcome.failure = refusal(tx, session_id, lease)
-                except Exception as exc:
-                    # Refused all the same; and the batch's other sessions, committed, must still be
-                    # published and settled.
-                    log.warning("why session %s's writes were refused could not be read", session_id, exc_info=True)
-                    outcome.failure = WriteRefused(f"session {session_id} no longer belongs to this run "
-                                                   f"({lease}); the write was refused and the run stops "
-                                                   f"(why could not be read: {type(exc).__name__}: {exc})")
 
     def _after_commit(self, outcomes: dict[tuple, Outcome]) -> None:
         for (session_id, _), outcome in outcomes.items():
             if outcome.failure is not None:
                 with self._lock:
                     self._failures[session_id] = outcome.failure
-                continue
-            known = self._open.setdefault(session_id, {})
-            known.update(outcome.opened)
-            for pk in outcome.closed:
-                known.pop(pk, None)
-            if not known:
-                self._open.pop(session_id, None)
-            broadcast.publish(str(session_id), outcome.messages)
+            else:
+                broadcast.publish(str(session_id), outcome.messages)
 
     def _settle(self, batch: list) -> None:
         """Count the batch's writes as done and release the flushes waiting on it."""

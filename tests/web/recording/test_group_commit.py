@@ -20,7 +20,7 @@ from dag.conf import conf
 from dag.models import Node, Session
 from dag.recording import write_path
 from dag.recording.recorder import DjangoRecorder
-from dag.recording.write_path import group_commit, process_writer, sql
+from dag.recording.write_path import batch_writer, group_commit, process_writer, sql
 from dag.runs import lifecycle, reaper
 from runtime import CancelledError, agentic_function, use_recorder
 from tests.database_url import database_url
@@ -127,7 +127,7 @@ def test_when_why_a_part_was_refused_cannot_be_read_the_rest_of_the_batch_is_sti
                                                                                               monkeypatch):
     def unreadable(tx, session_id, lease):
         raise OperationalError("database is locked")
-    monkeypatch.setattr(group_commit, "refusal", unreadable)
+    monkeypatch.setattr(batch_writer, "refusal", unreadable)
     with process_writer.use_writer(group_commit.GroupWriter(batch_ms=FOREVER_MS)) as writer:
         fenced, other = claimed_by("host-a:1"), claimed_by("host-b:2")
         fenced_writes = write_path.RunWrites(fenced.pk, lease="host-a:1")

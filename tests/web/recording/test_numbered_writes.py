@@ -13,7 +13,7 @@ from django.db import connection
 
 from dag.models import Node, Session
 from dag.recording import write_path
-from dag.recording.write_path import group_commit
+from dag.recording.write_path import batch_writer, group_commit
 from dag.recording.write_path.write_transaction import WriteTransaction, placeholders
 
 from ..dag_helpers import new_session
@@ -61,7 +61,7 @@ def _syncs(trace_path: str) -> int:
 
 @ON_POSTGRESQL
 def test_a_batch_of_several_sessions_with_new_nodes_and_backfills_is_one_round_trip(monkeypatch):
-    monkeypatch.setattr(group_commit, "WriteTransaction", _TracedTransaction)
+    monkeypatch.setattr(batch_writer, "WriteTransaction", _TracedTransaction)
     handle, _TracedTransaction.trace_path = tempfile.mkstemp(suffix=".trace")
     os.close(handle)
     writer = group_commit.GroupWriter(batch_ms=FOREVER_MS, batch_rows=10_000)

@@ -12,7 +12,7 @@ from django.db import connection
 
 from dag.models import Node
 from dag.recording import write_path
-from dag.recording.write_path import group_commit, process_writer
+from dag.recording.write_path import batch_writer, group_commit, process_writer
 from dag.recording.write_path.write_transaction import WriteTransaction
 
 from ..dag_helpers import claimed_by, parent, recording, write_waiting_for_room
@@ -33,13 +33,14 @@ class StagingWatch:
                  before_sending: bool = False):
         self.staged, self.all_queued = threading.Event(), threading.Event()
         self.took = self.written_staged = 0
-        stage_next, write_parts = writer._stage_next, group_commit.write_parts
+        batches = writer._batches
+        stage_next, write_parts = batches._stage_next, batch_writer.write_parts
 
-        def watched_stage_next(tx, in_flight) -> None:
+        def watched_stage_next(tx, take_next, in_flight) -> None:
             wait_for(lambda: len(writer._queue) >= writer.batch_rows or self.all_queued.is_set(), 60,
                      "the next batch to be queued")
-            stage_next(tx, in_flight)
-            self.took += writer._next is not None
+            stage_next(tx, take_next, in_flight)
+            self.took += batches.upcoming is not None
             self.staged.set()
             assert go.wait(60)
 
@@ -47,8 +48,8 @@ class StagingWatch:
             self.written_staged += staged is not None
             return write_parts(*args, staged=staged, **kwargs)
 
-        monkeypatch.setattr(writer, "_stage_next", watched_stage_next)
-        monkeypatch.setattr(group_commit, "write_parts", counted_write_parts)
+        monkeypatch.setattr(batches, "_stage_next", watched_stage_next)
+        monkeypatch.setattr(batch_writer, "write_parts", counted_write_parts)
         if before_sending:
             # Stage before the statements go: a batch that fails can fail as they are sent (the server
             # says so at once), before the staging would have had its turn.

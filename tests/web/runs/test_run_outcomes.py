@@ -9,7 +9,7 @@ import pytest
 from django.db import OperationalError
 
 from dag.models import Node, Session
-from dag.recording.write_path import group_commit, sessions
+from dag.recording.write_path import batch_writer, sessions
 from dag.runs import lifecycle
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the run's writes commit through the writer
@@ -42,7 +42,7 @@ def disk_error(tx, parts, *args, **kwargs):
 
 
 def test_a_run_whose_calls_could_not_be_recorded_does_not_end_completed(user, test_functions, monkeypatch):
-    monkeypatch.setattr(group_commit, "write_parts", disk_error)  # every batch, on every database
+    monkeypatch.setattr(batch_writer, "write_parts", disk_error)  # every batch, on every database
     session = run(user, "echo", text="hi")
     assert session.status == "error" and session.result == "hi"
     assert session.error == ("some of the run's calls could not be recorded, so its tree is incomplete "
@@ -50,7 +50,7 @@ def test_a_run_whose_calls_could_not_be_recorded_does_not_end_completed(user, te
 
 
 def test_a_failed_run_keeps_its_own_error_beside_the_lost_calls(user, test_functions, monkeypatch):
-    monkeypatch.setattr(group_commit, "write_parts", disk_error)  # every batch, on every database
+    monkeypatch.setattr(batch_writer, "write_parts", disk_error)  # every batch, on every database
     session = run(user, "explode", message="boom")
     assert session.status == "error"
     assert session.error == ("RuntimeError: boom; some of the run's calls could not be recorded, so its tree "
