@@ -52,6 +52,26 @@ def thread_seconds(pid: int) -> Optional[dict[str, float]]:
     return seconds
 
 
+def children_seconds(pid: int) -> Optional[dict[int, float]]:
+    """The CPU seconds of each live child process of `pid` (a server's writer process), by pid; None
+    without /proc."""
+    if not PROC.is_dir():
+        return None
+    seconds = {}
+    for entry in PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            if int(stat[stat.rindex(")") + 2:].split()[1]) != pid:  # the parent's pid follows the state
+                continue
+            own, _ = _ticks(stat)
+        except (OSError, ValueError, IndexError):
+            continue  # ended while read
+        seconds[int(entry.name)] = own * _tick_seconds()
+    return seconds
+
+
 def postgres_seconds() -> Optional[float]:
     """The CPU seconds the machine's PostgreSQL has used: its live processes, plus what its ended
     backends used (counted in the postmaster as reaped children). None without /proc."""
@@ -88,6 +108,7 @@ class CpuWatch:
         self._client = time.process_time()
         self._server = process_seconds(server) if server else None
         self._server_threads = thread_seconds(server) if server else None
+        self._children = children_seconds(server) if server else None
         self._database = postgres_seconds() if database else None
 
     def per_call(self, calls: int) -> dict:
@@ -97,13 +118,22 @@ class CpuWatch:
             return None if before is None or now is None else per_call_us(now - before, calls)
         figures = {"client_us": per_call_us(time.process_time() - self._client, calls),
                    "server_us": spent(self._server, process_seconds(self.server)) if self.server else None,
+                   "writer_us": self._children_per_call(calls),
                    "database_us": spent(self._database, postgres_seconds()) if self.database else None,
                    "server_threads_us": self._threads_per_call(calls)}
-        watched = [figures["client_us"], *([figures["server_us"]] if self.server else []),
+        watched = [figures["client_us"], *([figures["server_us"], figures["writer_us"]] if self.server else []),
                    *([figures["database_us"]] if self.database else [])]
         total = None if None in watched else sum(watched)  # a figure watched but unread: unknown
         cores = None if total is None or wall <= 0 else total * calls / 1e6 / wall
         return {**figures, "total_us": total, "cores": cores}
+
+    def _children_per_call(self, calls: int) -> Optional[float]:
+        """The CPU per call of the server's child processes (its writer process; 0 with none), a child
+        started meanwhile counted from 0."""
+        now = children_seconds(self.server) if self.server else None
+        if self._children is None or now is None:
+            return None
+        return per_call_us(sum(seconds - self._children.get(pid, 0.0) for pid, seconds in now.items()), calls)
 
     def _threads_per_call(self, calls: int) -> Optional[dict[str, float]]:
         """The server's CPU per call by thread, largest first (a thread started meanwhile from 0)."""

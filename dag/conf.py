@@ -84,6 +84,12 @@ DEFAULTS: dict[str, Any] = {
     # writes (0: the database's own default, group_commit.BATCH_ROWS_BY_VENDOR).
     "WRITE_BATCH_MS": 5.0,
     "WRITE_BATCH_ROWS": 0,
+    # Where a process's batches are written (dag.recording.write_path.writer_process): "process", by a
+    # writer process of its own (the batches' database work and the live records' encoding then run
+    # beside the runs, not in turns with them under one interpreter lock); "thread", by a thread of the
+    # process; "auto", a writer process for the long-lived serving processes (`make run`'s server and
+    # `make worker`), a thread for everything else (manage.py commands, scripts, the test process).
+    "WRITER": "auto",
 }
 # The smallest value each numeric setting may take (a zero poll interval would be a busy loop).
 MINIMUMS: dict[str, float] = {
@@ -95,6 +101,7 @@ MINIMUMS: dict[str, float] = {
 _RATE = re.compile(r"^\d+/(s|sec|second|m|min|minute|h|hour|d|day)$")
 # Settings whose text has a form of its own: the check, and what to say when it fails.
 FORMATS: dict[str, tuple[Any, str]] = {
+    "WRITER": (lambda text: text in ("auto", "thread", "process"), '"auto", "thread" or "process"'),
     "LOGIN_RATE": (lambda text: text.strip().lower() in ("off", "none", "0", "") or _RATE.match(text.strip()),
                    'a rate like "10/min" (per s, min, hour or day), or "off"'),
 }

@@ -54,3 +54,9 @@ app.conf.update(
 def _tune_garbage_collector(**_) -> None:
     from openprogram_web.gc_tuning import tune_for_serving
     tune_for_serving()  # the worker has imported the tasks and Django: see gc_tuning
+
+
+@worker_init.connect
+def _start_the_writer_process(**_) -> None:
+    from dag.recording.write_path import process_writer
+    process_writer.serving_process()  # its runs' node writes go to a writer process (OPENPROGRAM_WRITER=auto)

@@ -309,6 +309,7 @@ OPENPROGRAM_LEASE_S = os.environ.get("OPENPROGRAM_LEASE_S")
 OPENPROGRAM_HEARTBEAT_S = os.environ.get("OPENPROGRAM_HEARTBEAT_S")
 OPENPROGRAM_WRITE_BATCH_MS = os.environ.get("OPENPROGRAM_WRITE_BATCH_MS")
 OPENPROGRAM_WRITE_BATCH_ROWS = os.environ.get("OPENPROGRAM_WRITE_BATCH_ROWS")
+OPENPROGRAM_WRITER = os.environ.get("OPENPROGRAM_WRITER")
 
 # --- the rest ---------------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"

@@ -29,6 +29,7 @@ took most of the server loop's time at a few thousand recorded calls per second)
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 import time
@@ -74,17 +75,38 @@ def publish(session_id: str, messages: list[dict]) -> None:
     """Send `messages` (each {"type": "node"|"session", "rev": R, ...}) about one session."""
     if not messages:
         return
+    _tell_listeners(session_id, messages)
+    _forward(str(session_id), lambda: encoded_runs(messages), messages)
+
+
+def publish_runs(session_id: str, runs: list[tuple[int, int, str]]) -> None:
+    """`publish` for node changes another process encoded already (`frames.encoded_runs`: a writer
+    process's); in-process listeners, if any, get them decoded."""
+    if not runs:
+        return
+    if _listeners:
+        _tell_listeners(session_id, [json.loads(text) for _, _, joined in runs for text in joined.split(RUN_SEPARATOR)])
+    _forward(str(session_id), lambda: runs, ())
+
+
+def _tell_listeners(session_id: str, messages: list[dict]) -> None:
     for listener in _listeners:
         try:
             listener(session_id, messages)
         except Exception:  # a broken viewer must not break a run
             log.exception("broadcast listener %r failed", listener)
+
+
+def _forward(session_id: str, runs: Callable[[], list[tuple[int, int, str]]], messages) -> None:
+    """Hand the changes to the channel layer (`runs()`, encoded only if anyone could be listening) and
+    tell the owner's session lists (`messages`: what `session_list_notify` reads of them; none for
+    node changes alone)."""
     try:
-        layer_forwarder.add(str(session_id), messages)
+        layer_forwarder.add(session_id, runs)
     except Exception:
         log.exception("broadcast to the channel layer failed")
     try:
-        session_list_notify.list_notifier.notify(str(session_id), messages)
+        session_list_notify.list_notifier.notify(session_id, messages)
     except Exception:
         log.exception("notifying the owner's session lists failed")
 
@@ -126,11 +148,12 @@ class LayerForwarder:
                 # A flush scheduled on a loop that has since closed would never run.
                 self._flush_scheduled = False
 
-    def add(self, session_id: str, messages: list[dict]) -> None:
+    def add(self, session_id: str, runs: Callable[[], list[tuple[int, int, str]]]) -> None:
+        """Send the changes of `runs()` (`frames.encoded_runs`), called only if anyone could hear them."""
         loop = self._target_loop()
         if loop is None:
             return  # no consumer can be listening through this process's in-memory layer
-        runs = encoded_runs(messages)
+        runs = runs()
         with self._lock:
             self._pending.setdefault(session_id, []).extend(runs)
             if self._flush_scheduled:

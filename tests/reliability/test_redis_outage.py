@@ -26,6 +26,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from dag.live import layer_outage
 from dag.live.broadcast import LayerForwarder
+from dag.live.frames import encoded_runs
 from dag.live.layer_outage import CLOSE_TRY_AGAIN_LATER, LayerOutage, outage
 from dag.live.session_list_notify import _group_send, owner_group
 from dag.models import Session
@@ -94,7 +95,7 @@ async def test_flushes_to_an_unreachable_layer_log_one_warning_without_a_traceba
     caplog.set_level(logging.INFO)
     layer = UnreachableLayer()
     for rev in range(1, 201):
-        await LayerForwarder._send(layer, "some-session", [{"type": "node", "rev": rev}])
+        await LayerForwarder._send(layer, "some-session", encoded_runs([{"type": "node", "rev": rev}]))
     assert len(outage_lines(caplog, logging.WARNING)) == 1
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
 

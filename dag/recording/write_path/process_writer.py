@@ -1,9 +1,11 @@
 """The process's group-commit writer: one for all its runs, started by the first write, flushed at exit.
 
-`GroupWriter` (`group_commit`) is the writer itself; this module keeps the one a process uses
-(`process_writer`), lets a test put its own in place (`use_writer`), and gives the session writes their
-way to wait for a session's queued nodes (`flush_session`) and to let the writer forget a session that
-has ended (`session_ended`).
+`GroupWriter` (`group_commit`) is the writer itself, writing its batches in a thread of this process, or
+`ProcessWriter` (`writer_process`), handing them to a writer process (`OPENPROGRAM_WRITER`: "auto" asks
+for one in a long-lived serving process, which says it is one with `serving_process()`). This module
+keeps the one a process uses (`process_writer`), lets a test put its own in place (`use_writer`), and
+gives the session writes their way to wait for a session's queued nodes (`flush_session`) and to let the
+writer forget a session that has ended (`session_ended`).
 """
 from __future__ import annotations
 
@@ -16,17 +18,21 @@ from typing import Iterator, Optional
 from django.core.exceptions import ValidationError
 from django.db import DEFAULT_DB_ALIAS, connections
 
+from ...conf import conf
 from .group_commit import GroupWriter, session_key
+from .writer_process import ProcessWriter
 
 _writer: Optional[GroupWriter] = None
 _writer_lock = threading.Lock()
+_serving = False  # this is a long-lived serving process (`serving_process`)
 
 
 def _forget_parent_writer() -> None:
     """In a forked child: the parent's writer thread and queue did not come along, so the child makes
-    its own. (Checking the pid on every write instead costs a system call per write.)"""
-    global _writer, _writer_lock
-    _writer, _writer_lock = None, threading.Lock()
+    its own, as any process that is not serving. (Checking the pid on every write instead costs a
+    system call per write.)"""
+    global _writer, _writer_lock, _serving
+    _writer, _writer_lock, _serving = None, threading.Lock(), False
 
 
 os.register_at_fork(after_in_child=_forget_parent_writer)
@@ -40,8 +46,23 @@ def process_writer() -> GroupWriter:
         return writer
     with _writer_lock:
         if _writer is None:
-            _writer = GroupWriter()
+            _writer = ProcessWriter() if writes_in_a_process() else GroupWriter()
         return _writer
+
+
+def writes_in_a_process() -> bool:
+    """Whether this process's batches go to a writer process (`OPENPROGRAM_WRITER`)."""
+    return conf.WRITER == "process" or (conf.WRITER == "auto" and _serving)
+
+
+def serving_process() -> None:
+    """Say this is a long-lived serving process (a server, a Celery worker): with OPENPROGRAM_WRITER=auto
+    its batches go to a writer process, which is started now, so that the first run does not wait for it."""
+    global _serving
+    _serving = True
+    writer = process_writer()
+    if isinstance(writer, ProcessWriter):
+        writer.start()
 
 
 def running_writer() -> Optional[GroupWriter]:

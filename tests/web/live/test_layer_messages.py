@@ -30,7 +30,7 @@ def test_a_layer_message_carries_each_change_encoded_once_in_rev_order(monkeypat
 
     async def publish_from_a_writer_thread():
         forwarder.bind_loop(asyncio.get_running_loop())
-        await asyncio.to_thread(forwarder.add, "s1", changes)
+        await asyncio.to_thread(forwarder.add, "s1", lambda: frames.encoded_runs(changes))
         deadline = asyncio.get_running_loop().time() + TIMEOUT_S
         while not sent and asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.01)

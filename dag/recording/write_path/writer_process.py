@@ -1,0 +1,386 @@
+"""A writer process: the group-commit batches of a serving process, written by a process of their own.
+
+In one process, the runs, the writer thread and the event loop take turns under one interpreter lock:
+however many cores the machine has, a recorded call costs the sum of their work. With a writer process
+(`OPENPROGRAM_WRITER`, dag.conf), the serving process keeps its queue and batches (`ProcessWriter`, a
+`group_commit.GroupWriter`) and hands each batch to its writer process, which writes it as a writer
+thread would (`batch_writer.BatchWriter`: one transaction, part by part if that fails, refusals
+explained, the next batch staged on PostgreSQL) and answers with each session's outcome: why its writes
+were refused, or its changes encoded for the live stream (`frames.encoded_runs`), which the serving
+process publishes. The database work and the encoding of what viewers are sent then run on another core,
+beside the runs.
+
+Between the two, over a pair of pipes (`multiprocessing.connection` framing, pickled):
+- to the writer: `("batch", number, writes)`, each write a tuple (`to_wire`); `("forget", session)`;
+- from it: `("done", number, [(session, failure or None, runs), ...])`, in the order the batches went.
+
+At most `IN_FLIGHT` batches are sent and not yet answered (one being written, one waiting beside it,
+which counts against the queue's room), so a crash of either process loses what a writer thread's would:
+about one batch window, never more than two batches. If the writer process ends (killed, out of memory),
+every session with a batch in flight is failed (`WriterProcessLost`: its run stops at its next write,
+since whether those writes committed is unknown) and the next batch starts a new writer process. If
+the serving process ends, its writer process sees the pipe close and ends after the batch it is writing.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import subprocess
+import sys
+import threading
+from collections import deque
+from multiprocessing.connection import Connection
+from operator import itemgetter
+from pathlib import Path
+from typing import Any, Optional
+
+from django.db import DEFAULT_DB_ALIAS, connections
+
+from ...live import broadcast
+from ...models import Node
+from ...thread_names import name_native_thread
+from .batch_writes import NodeCreate, NodeFinish
+from .group_commit import GroupWriter, _Barrier, session_key
+
+log = logging.getLogger(__name__)
+
+# Batches sent to the writer process and not yet answered.
+IN_FLIGHT = 2
+# The directory that holds the `dag` package: the writer process imports the project from there.
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
+# The writer process's program: Django is set up before anything of the app is imported (this package
+# imports the models), then `main` serves the pipes whose descriptors follow on its command line.
+CHILD_MAIN = ("import sys, django; django.setup(); "
+              "from dag.recording.write_path.writer_process import main; main(sys.argv)")
+
+
+class WriterProcessLost(RuntimeError):
+    """The writer process ended with this session's writes in flight: whether they were committed is not
+    known, so the run stops."""
+
+
+# --- writes on the wire -----------------------------------------------------------------------------
+
+# A new node crosses as its field values, in this order (its `__dict__`, read without the descriptors).
+_NODE_ATTNAMES = tuple(field.attname for field in Node._meta.concrete_fields)
+_node_values = itemgetter(*_NODE_ATTNAMES)
+
+
+def to_wire(entry) -> tuple:
+    """A queued write as the writer process takes it: (session, lease, values) for a new node, (session,
+    lease, pk, fields) for a backfill."""
+    if isinstance(entry, NodeCreate):
+        return entry.session_id, entry.lease, _node_values(entry.node.__dict__)
+    return entry.session_id, entry.lease, entry.pk, entry.fields
+
+
+def from_wire(item: tuple):
+    """The write `to_wire` gave."""
+    from .sql import new_node
+    if len(item) == 3:
+        session_id, lease, values = item
+        return NodeCreate(session_id, lease, new_node(**dict(zip(_NODE_ATTNAMES, values))), taken=True)
+    session_id, lease, pk, fields = item
+    return NodeFinish(session_id, lease, pk, fields, taken=True)
+
+
+def portable(failure: BaseException) -> BaseException:
+    """`failure` as it can cross to the serving process: itself if it pickles, else its text."""
+    try:
+        pickle.loads(pickle.dumps(failure))
+        return failure
+    except Exception:
+        return RuntimeError(f"{type(failure).__name__}: {failure}")
+
+
+# --- the serving process's side -----------------------------------------------------------------------
+
+class _Child:
+    """A running writer process and the two ends of its pipes. Sends are serialized: the sending thread
+    sends batches, any thread may send a "forget"."""
+
+    def __init__(self, database: dict):
+        from_parent, to_child = os.pipe()
+        from_child, to_parent = os.pipe()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT),
+                                                                          os.environ.get("PYTHONPATH")]))}
+        env.setdefault("DJANGO_SETTINGS_MODULE", "openprogram_web.settings")
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", CHILD_MAIN, str(from_parent), str(to_parent)],
+                pass_fds=(from_parent, to_parent), env=env, stdin=subprocess.DEVNULL)
+        except BaseException:
+            for fd in (to_child, from_child):
+                os.close(fd)
+            raise
+        finally:
+            os.close(from_parent)
+            os.close(to_parent)
+        self.sending = Connection(to_child, readable=False)
+        self.receiving = Connection(from_child, writable=False)
+        self._send_lock = threading.Lock()
+        self.send(encode(("hello", database)))
+
+    def send(self, message: bytes) -> None:
+        """Send an `encode`d message; OSError once the process has ended or the pipe was closed."""
+        with self._send_lock:
+            self.sending.send_bytes(message)
+
+    def receive(self):
+        return pickle.loads(self.receiving.recv_bytes())
+
+    def close(self) -> None:
+        """Close the pipe to it: it writes what it was sent, then ends."""
+        with self._send_lock:
+            self.sending.close()
+
+
+def encode(message) -> bytes:
+    return pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
+
+
+class ProcessWriter(GroupWriter):
+    """A `GroupWriter` whose batches a writer process writes (see the module). `start()` starts the
+    writer process now (a serving process does, so its first run does not wait for one to start)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._child: Optional[_Child] = None
+        self._receiver: Optional[threading.Thread] = None
+        # Batches sent and not yet answered, oldest first: [number, batch, its writes still held back].
+        self._in_flight: deque[list] = deque()
+        self._sent = 0
+        self._flight_room = threading.Condition(self._lock)
+
+    def start(self) -> None:
+        with self._lock:
+            self._child_for_sending()
+
+    def flush(self, session_id: Any = None) -> Optional[BaseException]:
+        if threading.current_thread() is self._receiver:
+            return None  # a listener called with an answer: everything before it is committed
+        return super().flush(session_id)
+
+    def forget(self, session_id: Any) -> None:
+        super().forget(session_id)
+        with self._lock:
+            child = self._child
+        if child is not None:
+            try:
+                child.send(encode(("forget", session_key(session_id))))
+            except OSError:
+                pass  # ended: a new writer process knows nothing of the session anyway
+
+    def stop(self) -> None:
+        super().stop()
+        with self._lock:
+            child, self._child = self._child, None
+            receiver = self._receiver
+        if child is not None:
+            child.close()
+            child.process.wait()
+        if receiver is not None:
+            receiver.join()
+
+    # -- the sending thread (GroupWriter's writer thread) ------------------------------------------------
+
+    def _run(self) -> None:
+        name_native_thread()
+        try:
+            while True:
+                with self._lock:
+                    while len(self._in_flight) >= IN_FLIGHT:
+                        self._flight_room.wait()
+                batch = self._take()
+                if batch is None:
+                    return
+                if batch:
+                    self._send(batch)
+        finally:
+            with self._lock:
+                if self._thread is threading.current_thread():
+                    self._thread = None  # ended by surprise: the next write starts another
+
+    def _send(self, batch: list) -> None:
+        with self._lock:
+            self._sent += 1
+            number = self._sent
+        try:
+            writes = [to_wire(entry) for entry in batch if not isinstance(entry, _Barrier)]
+            message = encode(("batch", number, writes))
+            with self._lock:
+                child = self._child_for_sending()
+                # A batch sent while another is being written waits beside it: its writes keep their room.
+                held = len(writes) if self._in_flight else 0
+                self._held += held
+                self._in_flight.append([number, batch, held])
+        except Exception as exc:  # not sent: its sessions learn why at their next write
+            log.exception("a batch of node writes could not be handed to the writer process")
+            self._fail(batch, exc)
+            self._settle(batch)
+            return
+        try:
+            child.send(message)
+        except OSError as exc:  # it ended: what was in flight is lost with it, this batch too
+            self._child_lost(child, exc)
+
+    def _child_for_sending(self) -> _Child:  # called with the lock held
+        if self._child is None:
+            self._child = child = _Child(dict(connections[DEFAULT_DB_ALIAS].settings_dict))
+            self._receiver = threading.Thread(target=self._receive, args=(child,), name="dag-writer-answers",
+                                              daemon=True)
+            self._receiver.start()
+        return self._child
+
+    def _fail(self, batch: list, why: BaseException) -> None:
+        with self._lock:
+            for entry in batch:
+                if not isinstance(entry, _Barrier):
+                    self._failures[entry.session_id] = why
+
+    # -- the receiving thread ---------------------------------------------------------------------------
+
+    def _receive(self, child: _Child) -> None:
+        name_native_thread()
+        try:
+            while True:
+                try:
+                    _, number, results = child.receive()
+                    self._answered(number, results)
+                except Exception as exc:  # it ended, or its answers make no sense: it is replaced
+                    self._child_lost(child, exc)
+                    return
+        finally:
+            child.receiving.close()
+
+    def _answered(self, number: int, results: list) -> None:
+        with self._lock:
+            sent, batch, _ = self._in_flight[0]
+            if sent != number:
+                raise RuntimeError(f"the writer process answered batch {number}, batch {sent} was awaited")
+            self._in_flight.popleft()
+            self._release_next()
+        try:
+            for session_id, failure, runs in results:
+                if failure is not None:
+                    with self._lock:
+                        self._failures[session_id] = failure
+                else:
+                    broadcast.publish_runs(session_id, runs)
+        except Exception:  # publishing must not keep the batch from being settled
+            log.exception("publishing the writer process's batch %d failed", number)
+        finally:
+            self._settle(batch)
+
+    def _release_next(self) -> None:  # called with the lock held
+        """The oldest batch still in flight is being written now: its writes leave the queue's count."""
+        if self._in_flight and self._in_flight[0][2]:
+            self._held -= self._in_flight[0][2]
+            self._in_flight[0][2] = 0
+            self._not_full.notify_all()
+        self._flight_room.notify_all()
+
+    def _child_lost(self, child: _Child, why: BaseException) -> None:
+        with self._lock:
+            if self._child is not child:
+                return  # said already, or stopped on purpose
+            self._child = None
+            lost = [batch for _, batch, _ in self._in_flight]
+            self._held -= sum(held for _, _, held in self._in_flight)
+            self._in_flight.clear()
+            self._not_full.notify_all()
+            self._flight_room.notify_all()
+        self._fail_lost(lost, why)
+        child.close()
+        if child.process.poll() is None:  # alive, but answering nonsense: it goes
+            child.process.kill()
+        code = child.process.wait()
+        log.error("the writer process (pid %d) ended with exit code %s (%s: %s) and %d batch(es) in flight; "
+                  "their sessions' runs stop", child.process.pid, code, type(why).__name__, why, len(lost))
+        for batch in lost:
+            self._settle(batch)
+
+    def _fail_lost(self, lost: list, why: BaseException) -> None:
+        for batch in lost:
+            sessions = {entry.session_id for entry in batch if not isinstance(entry, _Barrier)}
+            with self._lock:
+                for session_id in sessions:
+                    self._failures[session_id] = WriterProcessLost(
+                        f"the writer process ended ({type(why).__name__}: {why}) with writes of session "
+                        f"{session_id} in flight; whether they were committed is not known, and the run stops")
+
+
+# --- the writer process's side ------------------------------------------------------------------------
+
+class _Feed:
+    """What the serving process sends, read batch by batch; a "forget" is done as it is met."""
+
+    def __init__(self, receiving: Connection, writer, failures: dict):
+        self.receiving = receiving
+        self.writer = writer
+        self.failures = failures
+        self.ended = False
+
+    def next_batch(self, *, wait: bool = True) -> Optional[tuple[int, list]]:
+        """The next batch (number, writes); None once the pipe has closed, or (not `wait`) if none has
+        arrived yet."""
+        while not self.ended and (wait or self.receiving.poll(0)):
+            try:
+                message = pickle.loads(self.receiving.recv_bytes())
+            except (EOFError, OSError):
+                self.ended = True
+                break
+            if message[0] == "forget":
+                self.failures.pop(message[1], None)
+                self.writer.forget(message[1])
+            elif message[0] == "batch":
+                return message[1], [from_wire(item) for item in message[2]]
+        return None
+
+
+def serve(receiving: Connection, sending: Connection) -> None:
+    """Write the batches `receiving` brings until it closes, answering each on `sending`."""
+    from ...live.frames import encoded_runs
+    from .batch_writer import BatchWriter
+
+    _, database = pickle.loads(receiving.recv_bytes())  # ("hello", the serving process's database)
+    connections[DEFAULT_DB_ALIAS].settings_dict.update(database)
+    failures: dict[str, BaseException] = {}
+    writer = BatchWriter(failures)
+    feed = _Feed(receiving, writer, failures)
+    try:
+        while True:
+            upcoming = writer.take_upcoming()
+            if upcoming is not None:
+                number, writes, staged = upcoming.token, upcoming.writes, upcoming.staged
+            else:
+                taken = feed.next_batch()
+                if taken is None:
+                    return
+                (number, writes), staged = taken, None
+            results = []
+            for (session_id, _), outcome in writer.write(writes, lambda: feed.next_batch(wait=False),
+                                                         staged).items():
+                if outcome.failure is not None:
+                    failures[session_id] = outcome.failure
+                    results.append((session_id, portable(outcome.failure), ()))
+                else:
+                    results.append((session_id, None, encoded_runs(outcome.messages)))
+            sending.send_bytes(encode(("done", number, results)))
+    finally:
+        connections.close_all()
+
+
+def main(argv: list[str]) -> None:
+    """The writer process (`CHILD_MAIN`, Django set up): `argv[1]` and `argv[2]`, the descriptors of the
+    pipes from and to the serving process."""
+    from openprogram_web.gc_tuning import tune_for_serving
+    tune_for_serving()
+    threading.current_thread().name = "dag-writer-process"
+    name_native_thread()
+    try:
+        serve(Connection(int(argv[1]), writable=False), Connection(int(argv[2]), readable=False))
+    except (BrokenPipeError, EOFError):
+        pass  # the serving process ended: nothing is left to answer
+

@@ -1,0 +1,205 @@
+"""A writer process: a serving process's batches written by a process of its own (write_path.writer_process),
+with what a writer thread guarantees kept across the pipe: every write committed in order and published,
+flushes, the fence, a session's failure its own, and a crash of either process."""
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+from django.core.checks import run_checks
+from django.db import connection
+
+from dag.conf import conf
+from dag.models import Node, Session
+from dag.recording import write_path
+from dag.recording.write_path import group_commit, process_writer
+from dag.recording.write_path.writer_process import ProcessWriter, WriterProcessLost
+from tests.database_url import database_url
+
+from ..dag_helpers import claimed_by, new_session, parent, recording
+from ..launch_helpers import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ROOT = Path(__file__).resolve().parents[3]
+FOREVER_MS = 600_000  # a batch goes when it is full or flushed, never by its window
+
+
+@pytest.fixture
+def writer():
+    with process_writer.use_writer(ProcessWriter(batch_rows=25)) as writer:
+        yield writer
+
+
+def test_a_run_recorded_through_a_writer_process_is_written_whole_in_order_and_published(writer, published):
+    session = claimed_by("host:1")
+    with recording(session):
+        parent(300)
+    session.refresh_from_db()
+    nodes = list(Node.objects.filter(session=session).order_by("seq"))
+    assert [node.seq for node in nodes] == list(range(301)) == list(range(session.node_count))
+    assert [node.output for node in nodes[1:]] == list(range(300))
+    assert {node.status for node in nodes} == {"completed"}
+    revs = [message["rev"] for key, message in published if key == str(session.pk)]
+    assert revs == list(range(1, session.rev + 1))  # every change published once, in order
+    last = {message["node"]["id"]: message["node"] for key, message in published
+            if key == str(session.pk) and message["type"] == "node"}
+    assert {node.id: (node.seq, node.rev, node.status) for node in nodes} == {
+        pk: (record["seq"], record["rev"], record["status"]) for pk, record in last.items()}
+    assert writer._child.process.poll() is None  # one writer process for all of it
+
+
+def test_a_flush_returns_once_the_writer_process_has_committed(writer):
+    session = claimed_by("host:1")
+    writes = write_path.RunWrites(session.pk, lease="host:1")
+    nodes = [writes.create(kind="code", name=f"n{index}") for index in range(7)]
+    writes.flush()
+    assert list(Node.objects.filter(session=session).order_by("seq").values_list("id", flat=True)) == [
+        node.pk for node in nodes]
+
+
+def test_a_fenced_runs_writes_are_refused_and_it_learns_why_at_its_next_write(writer):
+    fenced, other = claimed_by("host-a:1"), claimed_by("host-b:2")
+    fenced_writes = write_path.RunWrites(fenced.pk, lease="host-a:1")
+    other_writes = write_path.RunWrites(other.pk, lease="host-b:2")
+    write_path.finish_session(fenced.pk, "interrupted", error="written off")
+    fenced_writes.create(kind="code", name="late")
+    survivor = other_writes.create(kind="code", name="survivor")
+    with pytest.raises(write_path.WriteRefused, match="it has ended interrupted"):
+        fenced_writes.flush()  # the refusal crossed the pipe as what it is: the run stops, cancelled
+    with pytest.raises(write_path.WriteRefused):
+        fenced_writes.create(kind="code", name="later")
+    other_writes.flush()
+    assert not Node.objects.filter(session=fenced).exists()
+    assert Node.objects.get(pk=survivor.pk).name == "survivor"
+
+
+def test_one_sessions_failed_write_costs_no_other_session_its_writes(writer):
+    bad, good = claimed_by("host-a:1"), claimed_by("host-b:2")
+    bad_writes = write_path.RunWrites(bad.pk, lease="host-a:1")
+    good_writes = write_path.RunWrites(good.pk, lease="host-b:2")
+    bad_writes.create(kind="code", name="orphan", parent_id=10**12)  # no such parent: the database refuses it
+    kept = good_writes.create(kind="code", name="kept")
+    with pytest.raises(Exception, match="(?i)foreign key"):
+        bad_writes.flush()
+    good_writes.flush()
+    assert Node.objects.get(pk=kept.pk).name == "kept"
+    assert not Node.objects.filter(session=bad).exists()
+
+
+def _database_held():
+    """A transaction of the test's own that holds what a batch's transaction must take first (SQLite: the
+    write lock; PostgreSQL: every session row), until closed."""
+    settings = connection.settings_dict
+    if connection.vendor == "sqlite":
+        held = sqlite3.connect(settings["NAME"], isolation_level=None)
+        held.execute("BEGIN IMMEDIATE")
+        return held
+    held = psycopg.connect(database_url(settings))
+    held.execute(f"SELECT 1 FROM {Session._meta.db_table} FOR UPDATE")
+    return held
+
+
+def test_a_killed_writer_process_fails_the_sessions_it_had_in_flight_and_a_new_one_takes_over(writer):
+    lost, later = claimed_by("host-a:1"), claimed_by("host-b:2")
+    writes = write_path.RunWrites(lost.pk, lease="host-a:1")
+    writes.create(kind="code", name="before")  # its first ids reserved, before the database is held
+    writes.flush()
+    first = writer._child.process
+    held = _database_held()
+    try:
+        writes.create(kind="code", name="in flight")
+        wait_for(lambda: writer._in_flight, 60, "the batch to be sent to the writer process")
+        first.send_signal(signal.SIGKILL)  # the batch is in flight: its transaction waits for the lock
+        with pytest.raises(WriterProcessLost, match="whether they were committed is not known"):
+            writes.flush()
+    finally:
+        held.close()
+    first.wait(60)
+    with pytest.raises(WriterProcessLost):
+        writes.create(kind="code", name="after")  # the run stops at its next write
+    later_writes = write_path.RunWrites(later.pk, lease="host-b:2")
+    node = later_writes.create(kind="code", name="on a new writer process")
+    later_writes.flush()
+    assert Node.objects.get(pk=node.pk).name == "on a new writer process"
+    assert writer._child.process.pid != first.pid
+
+
+def test_a_full_queue_makes_writers_wait_and_drops_nothing():
+    with process_writer.use_writer(ProcessWriter(batch_ms=FOREVER_MS, batch_rows=3, capacity=3)) as writer:
+        session = claimed_by("host:1")
+        writes = write_path.RunWrites(session.pk, lease="host:1")
+        nodes = [writes.create(kind="code", name=f"n{index}") for index in range(40)]
+        writes.flush()
+    assert list(Node.objects.filter(session=session).order_by("seq").values_list("id", flat=True)) == [
+        node.pk for node in nodes]
+
+
+def _pid_ended(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"  # ended; its parent has not reaped it
+    except FileNotFoundError:
+        return True
+
+
+def test_a_writer_process_ends_with_the_serving_process_and_its_session_is_recovered(tmp_path):
+    session = new_session()  # the child claims it, under its own lease
+    env = {**os.environ, "DATABASE_URL": database_url(connection.settings_dict), "PYTHONUNBUFFERED": "1",
+           "DJANGO_SETTINGS_MODULE": "openprogram_web.settings", "OPENPROGRAM_VAR_DIR": str(tmp_path / "var"),
+           "LOG_LEVEL": "WARNING"}
+    env.pop("REDIS_URL", None)
+    child = subprocess.Popen([sys.executable, "-m", "tests.web.recording.writer_process_child", str(session.pk)],
+                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=open(tmp_path / "child.log", "w"),
+                             text=True)
+    try:
+        line = child.stdout.readline()
+        assert line.startswith("WRITER "), (tmp_path / "child.log").read_text()
+        writer_pid = int(line.split()[1])
+        child.send_signal(signal.SIGKILL)
+        child.wait(60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    wait_for(lambda: _pid_ended(writer_pid), 60, "the writer process to end with its serving process")
+    from dag.runs import lifecycle
+    assert lifecycle.recover_at_start(in_process=True) >= 1
+    session.refresh_from_db()
+    nodes = list(Node.objects.filter(session=session).order_by("seq"))
+    assert session.status == "interrupted"
+    assert not [node for node in nodes if node.status == "running"]
+    assert [(node.name, node.status) for node in nodes[:11]] == [("outer", "interrupted")] + [("step", "completed")] * 10
+
+
+def test_auto_means_a_writer_process_for_serving_processes_only(settings, monkeypatch):
+    monkeypatch.setattr(process_writer, "_writer", None)
+    monkeypatch.setattr(process_writer, "_serving", False)
+    settings.OPENPROGRAM_WRITER = "auto"
+    assert not process_writer.writes_in_a_process()
+    monkeypatch.setattr(process_writer, "_serving", True)
+    assert process_writer.writes_in_a_process()
+    settings.OPENPROGRAM_WRITER = "thread"
+    assert not process_writer.writes_in_a_process()
+    monkeypatch.setattr(process_writer, "_serving", False)
+    settings.OPENPROGRAM_WRITER = "process"
+    assert process_writer.writes_in_a_process()
+    assert type(process_writer.process_writer()) is ProcessWriter
+    process_writer._writer.stop()
+    settings.OPENPROGRAM_WRITER = "thread"
+    monkeypatch.setattr(process_writer, "_writer", None)
+    assert type(process_writer.process_writer()) is group_commit.GroupWriter
+
+
+def test_an_unknown_writer_is_named_at_start_up(settings):
+    settings.OPENPROGRAM_WRITER = "threads"
+    errors = [error for error in run_checks() if error.id == "dag.E003"]
+    assert [error.msg for error in errors] == [
+        "OPENPROGRAM_WRITER must be \"auto\", \"thread\" or \"process\"; got 'threads'"]
+    settings.OPENPROGRAM_WRITER = "process"
+    assert conf.WRITER == "process"
