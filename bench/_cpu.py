@@ -143,3 +143,20 @@ class CpuWatch:
         spent = {name: per_call_us(seconds - self._server_threads.get(name, 0.0), calls)
                  for name, seconds in now.items()}
         return dict(sorted(spent.items(), key=lambda item: -item[1]))
+
+
+def mean(figures: list[dict]) -> dict:
+    """The mean of several `CpuWatch.per_call` results (one per round of equal calls): each figure's mean,
+    None where a round could not read it; the threads' by name."""
+    merged = {}
+    for name in figures[0]:
+        values = [figure[name] for figure in figures]
+        if any(value is None for value in values):
+            merged[name] = None
+        elif isinstance(values[0], dict):
+            names = {key for value in values for key in value}
+            merged[name] = dict(sorted(((key, sum(value.get(key, 0.0) for value in values) / len(values))
+                                        for key in names), key=lambda item: -item[1]))
+        else:
+            merged[name] = sum(values) / len(values)
+    return merged

@@ -83,11 +83,15 @@ def new_node(**fields) -> Node:
         unknown = fields.keys() - _NODE_DEFAULTS.keys()
         raise TypeError(f"Node has no field(s) {', '.join(sorted(unknown))}; "
                         f"fields are: {', '.join(_NODE_DEFAULTS)}")
-    values = {**_NODE_DEFAULTS, **fields}
+    return node_instance({**_NODE_DEFAULTS, **fields}.items())
+
+
+def node_instance(values) -> Node:
+    """An unsaved Node from (attribute name, value) pairs for every field (`new_node`'s way)."""
     # Any init listener at all (for any model) takes the ORM's way: asking per model costs a microsecond.
     if (signals.pre_init.receivers or signals.post_init.receivers) and (
             signals.pre_init.has_listeners(Node) or signals.post_init.has_listeners(Node)):
-        return Node(*values.values())
+        return Node(**dict(values))
     node = Node.__new__(Node)
     node._state = ModelState()
     node.__dict__.update(values)

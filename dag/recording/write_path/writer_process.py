@@ -30,18 +30,20 @@ import subprocess
 import sys
 import threading
 from collections import deque
+from datetime import datetime, timezone
 from multiprocessing.connection import Connection
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, Optional
 
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, connections, models
 
 from ...live import broadcast
 from ...models import Node
 from ...thread_names import name_native_thread
 from .batch_writes import NodeCreate, NodeFinish
 from .group_commit import GroupWriter, _Barrier, session_key
+from .sql import node_instance
 
 log = logging.getLogger(__name__)
 
@@ -62,27 +64,43 @@ class WriterProcessLost(RuntimeError):
 
 # --- writes on the wire -----------------------------------------------------------------------------
 
-# A new node crosses as its field values, in this order (its `__dict__`, read without the descriptors).
+# A new node crosses as its field values, in this order (its `__dict__`, read without the descriptors),
+# its times in UTC as seconds since the epoch: a float pickles in a fifth of a datetime's time, and
+# below the year 2106 it names the microsecond exactly.
 _NODE_ATTNAMES = tuple(field.attname for field in Node._meta.concrete_fields)
 _node_values = itemgetter(*_NODE_ATTNAMES)
+_TIMES_AT = tuple(index for index, field in enumerate(Node._meta.concrete_fields)
+                  if isinstance(field, models.DateTimeField))
+
+
+def _time_out(value):
+    return value.timestamp() if isinstance(value, datetime) and value.tzinfo is timezone.utc else value
+
+
+def _time_in(value):
+    return datetime.fromtimestamp(value, timezone.utc) if type(value) is float else value
 
 
 def to_wire(entry) -> tuple:
     """A queued write as the writer process takes it: (session, lease, values) for a new node, (session,
     lease, pk, fields) for a backfill."""
     if isinstance(entry, NodeCreate):
-        return entry.session_id, entry.lease, _node_values(entry.node.__dict__)
-    return entry.session_id, entry.lease, entry.pk, entry.fields
+        values = list(_node_values(entry.node.__dict__))
+        for index in _TIMES_AT:
+            values[index] = _time_out(values[index])
+        return entry.session_id, entry.lease, values
+    return entry.session_id, entry.lease, entry.pk, {name: _time_out(value) for name, value in entry.fields.items()}
 
 
 def from_wire(item: tuple):
     """The write `to_wire` gave."""
-    from .sql import new_node
     if len(item) == 3:
         session_id, lease, values = item
-        return NodeCreate(session_id, lease, new_node(**dict(zip(_NODE_ATTNAMES, values))), taken=True)
+        for index in _TIMES_AT:
+            values[index] = _time_in(values[index])
+        return NodeCreate(session_id, lease, node_instance(zip(_NODE_ATTNAMES, values)), taken=True)
     session_id, lease, pk, fields = item
-    return NodeFinish(session_id, lease, pk, fields, taken=True)
+    return NodeFinish(session_id, lease, pk, {name: _time_in(value) for name, value in fields.items()}, taken=True)
 
 
 def portable(failure: BaseException) -> BaseException:
@@ -103,6 +121,8 @@ class _Child:
     def __init__(self, database: dict):
         from_parent, to_child = os.pipe()
         from_child, to_parent = os.pipe()
+        for end in (to_child, to_parent):
+            _widen(end)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT),
                                                                           os.environ.get("PYTHONPATH")]))}
         env.setdefault("DJANGO_SETTINGS_MODULE", "openprogram_web.settings")
@@ -134,6 +154,20 @@ class _Child:
         """Close the pipe to it: it writes what it was sent, then ends."""
         with self._send_lock:
             self.sending.close()
+
+
+# Bytes a pipe holds before its writer waits: an answer carries its batch's changes encoded for the
+# stream (about 600 bytes a call), more than the 64 KiB a Linux pipe holds by default, and the writer
+# process should go on to its next batch, not wait for the serving process to read the answer.
+PIPE_BYTES = 1 << 20
+
+
+def _widen(end: int) -> None:
+    try:
+        import fcntl
+        fcntl.fcntl(end, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except (ImportError, AttributeError, OSError):  # not Linux, or over /proc/sys/fs/pipe-max-size: as it is
+        pass
 
 
 def encode(message) -> bytes:

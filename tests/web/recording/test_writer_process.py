@@ -4,11 +4,14 @@ flushes, the fence, a session's failure its own, and a crash of either process."
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import sqlite3
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import psycopg
 import pytest
@@ -18,7 +21,8 @@ from django.db import connection
 from dag.conf import conf
 from dag.models import Node, Session
 from dag.recording import write_path
-from dag.recording.write_path import group_commit, process_writer
+from dag.recording.write_path import group_commit, process_writer, sql, writer_process
+from dag.recording.write_path.batch_writes import NodeCreate, NodeFinish
 from dag.recording.write_path.writer_process import ProcessWriter, WriterProcessLost
 from tests.database_url import database_url
 
@@ -35,6 +39,26 @@ FOREVER_MS = 600_000  # a batch goes when it is full or flushed, never by its wi
 def writer():
     with process_writer.use_writer(ProcessWriter(batch_rows=25)) as writer:
         yield writer
+
+
+@pytest.mark.parametrize("moment", [datetime(2026, 12, 6, 17, 0, 0, 999999, tzinfo=timezone.utc),
+                                    datetime(2106, 2, 7, 6, 28, 15, 1, tzinfo=timezone.utc),
+                                    datetime(2026, 12, 6, 18, 0, 0, 5, tzinfo=ZoneInfo("Europe/Paris")),
+                                    datetime(2026, 12, 6, 17, 0), None])
+def test_a_write_crosses_the_pipe_whole(moment):
+    node = sql.new_node(id=7, session_id="8c4bd3a0-8f2e-4a41-9a53-5fd0c5a2f3b1", parent_id=5, kind="code", name="step",
+                        status="running", input={"i": [1, 2.5, None]}, render_range={"callers": 2}, depth=2,
+                        started_at=moment, finished_at=moment)
+    create = writer_process.from_wire(pickle.loads(pickle.dumps(writer_process.to_wire(
+        NodeCreate("s", "host:1", node)))))
+    assert (create.session_id, create.lease) == ("s", "host:1")
+    assert {name: getattr(create.node, name) for name in writer_process._NODE_ATTNAMES} == {
+        name: getattr(node, name) for name in writer_process._NODE_ATTNAMES}
+    assert create.node.started_at is None or create.node.started_at.utcoffset() == moment.utcoffset()
+    fields = {"status": "completed", "output": {"n": 1}, "error": "", "finished_at": moment}
+    finish = writer_process.from_wire(pickle.loads(pickle.dumps(writer_process.to_wire(
+        NodeFinish("s", None, 7, fields)))))
+    assert (finish.session_id, finish.lease, finish.pk, finish.fields) == ("s", None, 7, fields)
 
 
 def test_a_run_recorded_through_a_writer_process_is_written_whole_in_order_and_published(writer, published):
