@@ -226,13 +226,12 @@ class Floors:
         self.db.close()
 
     def _session_and_root(self, function: str):
-        from dag.models import Node
-        from dag.recording import write_path
         from django.utils import timezone
+
+        from dag.recording import write_path
         session = write_path.queue_session(self.owner, function=function)
-        root = Node.objects.create(session=session, seq=0, kind="code", name="slow_count", status="running",
-                                   depth=1, name_depth=1, input={"n": CALLS, "delay_s": 0}, rev=1,
-                                   started_at=timezone.now())
+        root = write_path.create_node(session.pk, kind="code", name="slow_count", status="running", depth=1,
+                                      name_depth=1, input={"n": CALLS, "delay_s": 0}, started_at=timezone.now())
         return session, root
 
     def raw_round(self, way: str, calls: int) -> float:

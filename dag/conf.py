@@ -88,7 +88,7 @@ DEFAULTS: dict[str, Any] = {
     # writer process of its own (the batches' database work and the live records' encoding then run
     # beside the runs, not in turns with them under one interpreter lock); "thread", by a thread of the
     # process; "auto", a writer process for the long-lived serving processes (`make run`'s server and
-    # `make worker`), a thread for everything else (manage.py commands, scripts, the test process).
+    # `make worker`), a thread for everything else (management commands, scripts, the test process).
     "WRITER": "auto",
 }
 # The smallest value each numeric setting may take (a zero poll interval would be a busy loop).

@@ -154,29 +154,39 @@ class Node(models.Model):
 
     def as_dict(self) -> dict:
         """The JSON shape of a node in the API, the websocket stream and exports."""
-        return {
-            "id": self.id,
-            "seq": self.seq,
-            "parent": self.parent_id,
-            "kind": self.kind,
-            "name": self.name,
-            "status": self.status,
-            "depth": self.depth,
-            "name_depth": self.name_depth,
-            "expose": self.expose,
-            "render_range": self.render_range,
-            "doc": self.doc,
-            "input": self.input,
-            "output": self.output,
-            "error": self.error,
-            "refusal": self.refusal,
-            "model": self.model,
-            "usage": self.usage,
-            "rev": self.rev,
-            "started_at": _iso(self.started_at),
-            "finished_at": _iso(self.finished_at),
-            "duration_ms": self.duration_ms,
-        }
+        try:
+            return _node_record(self.__dict__)
+        except KeyError:  # a field deferred (`.only()`): read through its descriptor, which loads it
+            return _node_record({field.attname: getattr(self, field.attname) for field in self._meta.concrete_fields})
+
+
+def _node_record(values: dict) -> dict:
+    """`Node.as_dict` from the node's field values by attribute name (its `__dict__`: every recorded call
+    is made into a record, and the descriptors of its foreign keys and properties cost a call each)."""
+    started, finished = values["started_at"], values["finished_at"]
+    return {
+        "id": values["id"],
+        "seq": values["seq"],
+        "parent": values["parent_id"],
+        "kind": values["kind"],
+        "name": values["name"],
+        "status": values["status"],
+        "depth": values["depth"],
+        "name_depth": values["name_depth"],
+        "expose": values["expose"],
+        "render_range": values["render_range"],
+        "doc": values["doc"],
+        "input": values["input"],
+        "output": values["output"],
+        "error": values["error"],
+        "refusal": values["refusal"],
+        "model": values["model"],
+        "usage": values["usage"],
+        "rev": values["rev"],
+        "started_at": _iso(started),
+        "finished_at": _iso(finished),
+        "duration_ms": duration_ms(started, finished),
+    }
 
 
 def duration_ms(started, finished) -> int | None:

@@ -108,7 +108,13 @@ def encode_item(item: dict) -> str:
     """One live message ({"type": "node"|"session", "rev", ...}) with its node fitted."""
     kind = item.get("type")
     if isinstance(item, NodeItem):
-        text = item.record_json
+        try:
+            text = item._record_json
+        except AttributeError:  # not encoded for the database too (SQLite): the whole change at once
+            text = dumps(item)
+            if len(text) <= NODE_LIMIT:
+                return text
+            text = item.record_json
         return '{"type":"node","rev":%d,"node":%s}' % (item["rev"], text if len(text) <= NODE_LIMIT
                                                        else fit(item["node"]))
     if kind == "node" and isinstance(item.get("node"), dict):

@@ -41,9 +41,22 @@ def test_a_renumbered_change_is_encoded_as_a_fresh_one_with_those_numbers(name, 
     assert json.loads(frames.encode_item(item)) == fresh
 
 
+@settings(max_examples=200, derandomize=True, deadline=None)
+@given(name=LOOKALIKE, doc=LOOKALIKE, input=VALUE, output=VALUE, usage=VALUE)
+def test_a_change_not_encoded_for_the_database_is_encoded_whole_as_a_plain_one(name, doc, input, output, usage):
+    node = _node(name=name, doc=doc, input=input, output=output, usage=usage)
+    item = frames.NodeItem(type="node", rev=node.rev, node=node.as_dict())
+    plain = {"type": "node", "rev": node.rev, "node": node.as_dict()}
+    assert frames.encode_item(item) == frames.encode_item(plain)
+    assert json.loads(frames.encode_item(item)) == plain
+
+
 def test_an_oversized_change_is_fitted_like_a_plain_one():
     node = _node(output="x" * (frames.NODE_LIMIT + 10))
-    item = frames.NodeItem(type="node", rev=1, node=node.as_dict())
-    encoded = frames.encode_item(item)
-    assert encoded == frames.encode_item({"type": "node", "rev": 1, "node": node.as_dict()})
-    assert len(encoded) < frames.NODE_LIMIT and json.loads(encoded)["node"]["truncated"] == ["output"]
+    whole, known = (frames.NodeItem(type="node", rev=1, node=node.as_dict()) for _ in range(2))
+    known.record_json  # noqa: B018 (its record encoded first, as for PostgreSQL's rows)
+    plain = frames.encode_item({"type": "node", "rev": 1, "node": node.as_dict()})
+    for item in (whole, known):
+        encoded = frames.encode_item(item)
+        assert encoded == plain
+        assert len(encoded) < frames.NODE_LIMIT and json.loads(encoded)["node"]["truncated"] == ["output"]

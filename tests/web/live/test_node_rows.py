@@ -25,3 +25,5 @@ def test_node_rows_equal_as_dict_for_every_kind_of_node(user):
     assert rows == [node.as_dict() for node in nodes]
     assert [list(row) for row in rows] == [list(node.as_dict()) for node in nodes]  # the same key order
     assert rows[0]["duration_ms"] == 1234
+    # A node read with fields deferred gives the same record: as_dict loads what it does not hold.
+    assert [node.as_dict() for node in Node.objects.filter(session=session).only("id", "name").order_by("seq")] == rows
