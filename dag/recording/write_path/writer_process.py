@@ -42,7 +42,7 @@ from ...live import broadcast
 from ...models import Node
 from ...thread_names import name_native_thread
 from .batch_writes import NodeCreate, NodeFinish
-from .group_commit import GroupWriter, _Barrier, session_key
+from .group_commit import IDLE_LINGER_S, GroupWriter, _Barrier, session_key
 from .sql import node_instance
 
 log = logging.getLogger(__name__)
@@ -358,7 +358,10 @@ class _Feed:
 
     def next_batch(self, *, wait: bool = True) -> Optional[tuple[int, list]]:
         """The next batch (number, writes); None once the pipe has closed, or (not `wait`) if none has
-        arrived yet."""
+        arrived yet. Waiting past an idle linger, it gives its database connection back first, as a
+        writer thread does (`group_commit.IDLE_LINGER_S`)."""
+        if wait and not self.ended and not self.receiving.poll(IDLE_LINGER_S):
+            connections.close_all()
         while not self.ended and (wait or self.receiving.poll(0)):
             try:
                 message = pickle.loads(self.receiving.recv_bytes())

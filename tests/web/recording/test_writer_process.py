@@ -155,6 +155,37 @@ def test_a_killed_writer_process_fails_the_sessions_it_had_in_flight_and_a_new_o
     assert writer._child.process.pid != first.pid
 
 
+def _writer_process_holds_a_connection(writer) -> bool:
+    """Whether the writer process has a database connection open (SQLite: the database file among its
+    open files; PostgreSQL: a backend whose client is one of its sockets)."""
+    pid = writer._child.process.pid
+    targets = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+    if connection.vendor == "sqlite":
+        return connection.settings_dict["NAME"] in targets
+    sockets = {target[len("socket:["):-1] for target in targets if target.startswith("socket:[")}
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as lines:
+            for line in list(lines)[1:]:
+                fields = line.split()
+                if fields[9] in sockets:
+                    ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT client_port FROM pg_stat_activity WHERE datname = current_database()")
+        return bool(ports & {port for (port,) in cursor.fetchall()})
+
+
+def test_an_idle_writer_process_gives_its_database_connection_back(writer):
+    session = claimed_by("host:1")
+    writes = write_path.RunWrites(session.pk, lease="host:1")
+    writes.create(kind="code", name="n0")
+    writes.flush()
+    wait_for(lambda: not _writer_process_holds_a_connection(writer), 60, "the idle writer process to let go")
+    writes.create(kind="code", name="n1")  # and it connects again for the next batch
+    writes.flush()
+    assert Node.objects.filter(session=session).count() == 2
+
+
 def test_a_full_queue_makes_writers_wait_and_drops_nothing():
     with process_writer.use_writer(ProcessWriter(batch_ms=FOREVER_MS, batch_rows=3, capacity=3)) as writer:
         session = claimed_by("host:1")
