@@ -41,7 +41,7 @@ def recorded_arguments(frame: Frame) -> dict:
     (kept from forms and models, e.g. a token) are masked, so they never reach a page or a prompt."""
     arguments = frame.arguments()
     meta = frame.tool.input
-    if any(options.get("hidden") for options in meta.values()):
+    if meta and any(options.get("hidden") for options in meta.values()):
         arguments = {name: HIDDEN_ARGUMENT if meta.get(name, {}).get("hidden") else value
                      for name, value in arguments.items()}
     return json_safe(arguments)
@@ -88,8 +88,8 @@ class DjangoRecorder(Recorder):
 
     def function_entered(self, frame: Frame) -> None:
         node = self._off_loop(self._create, frame, Node.Status.RUNNING, "", clock.now(), None)
-        self._open[node.pk] = node
-        frame.node = node.pk
+        self._open[node.id] = node
+        frame.node = node.id
 
     def function_exited(self, frame: Frame, status: str, output: Any = None,
                         error: Optional[BaseException] = None) -> None:
@@ -104,7 +104,7 @@ class DjangoRecorder(Recorder):
         # What refused it, as data ("depth", "budget:llm_calls"): the browser reads this, never the text.
         refusal = str(getattr(error, "refusal", "") or "")[:Node._meta.get_field("refusal").max_length]
         node = self._off_loop(self._create, frame, Node.Status.REFUSED, error_text(error), now, now, refusal)
-        frame.node = node.pk
+        frame.node = node.id
 
     def _create(self, frame: Frame, status: str, error: str, started: datetime,
                 finished: Optional[datetime], refusal: str = "") -> Node:
@@ -131,8 +131,8 @@ class DjangoRecorder(Recorder):
             name_depth=owner.name_depth if owner is not None else 0,
             expose=owner.expose if owner is not None else "io",
             model=str(model)[:200], started_at=clock.now())
-        self._open[node.pk] = node
-        return node.pk
+        self._open[node.id] = node
+        return node.id
 
     def llm_finished(self, handle: Any, status: str, reply: Optional[dict] = None,
                      usage: Optional[dict] = None, error: Optional[BaseException] = None) -> None:

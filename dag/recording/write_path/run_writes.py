@@ -74,7 +74,7 @@ class RunWrites:
         node = sql.new_node(id=self._next_id(), session_id=self.session_id, **fields)
         entry = NodeCreate(self._key, self.lease, node)
         writer.submit(entry)
-        self._queued[node.pk] = (writer, entry)
+        self._queued[node.id] = (writer, entry)
         return node
 
     def finish(self, node: Node, **fields: Any) -> None:
@@ -82,12 +82,12 @@ class RunWrites:
         arrives after the node ended (a stop closed it) changes nothing: a terminal status is final.
         A node whose entry is still queued is ended in the queue, and written once."""
         fields.setdefault("finished_at", clock.now())
-        queued = self._queued.pop(node.pk, None)
+        queued = self._queued.pop(node.id, None)
         writer = self._grouped()
         if writer is None:
             finish_node(node, lease=self.lease, **fields)
         elif queued is None or queued[0] is not writer or not writer.finish_queued(queued[1], fields):
-            writer.submit(NodeFinish(self._key, self.lease, node.pk, fields))
+            writer.submit(NodeFinish(self._key, self.lease, node.id, fields))
 
     def flush(self, *, raise_failure: bool = True) -> Optional[BaseException]:
         """Wait until this run's queued writes have committed (read-your-writes). A refused or failed
