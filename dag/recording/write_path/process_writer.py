@@ -51,7 +51,11 @@ def process_writer() -> GroupWriter:
 
 
 def writes_in_a_process() -> bool:
-    """Whether this process's batches go to a writer process (`OPENPROGRAM_WRITER`)."""
+    """Whether this process's batches go to a writer process (`OPENPROGRAM_WRITER`): never for a SQLite
+    database in this process's memory, which no other process can open."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    if connection.vendor == "sqlite" and connection.creation.is_in_memory_db(connection.settings_dict["NAME"]):
+        return False
     return conf.WRITER == "process" or (conf.WRITER == "auto" and _serving)
 
 

@@ -29,6 +29,7 @@ import pickle
 import subprocess
 import sys
 import threading
+import time
 from collections import deque
 from datetime import datetime, timezone
 from multiprocessing.connection import Connection
@@ -49,6 +50,10 @@ log = logging.getLogger(__name__)
 
 # Batches sent to the writer process and not yet answered.
 IN_FLIGHT = 2
+# A writer process that ends this soon after it started is not replaced before this much time has passed
+# since its start (one that cannot start at all, its settings broken, would be started again for
+# every batch otherwise); the batches meanwhile wait.
+RESTART_AFTER_S = 1.0
 # The directory that holds the `dag` package: the writer process imports the project from there.
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 # The writer process's program: Django is set up before anything of the app is imported (this package
@@ -139,8 +144,21 @@ class _Child:
             os.close(to_parent)
         self.sending = Connection(to_child, readable=False)
         self.receiving = Connection(from_child, writable=False)
+        self.started = time.monotonic()
         self._send_lock = threading.Lock()
-        self.send(encode(("hello", database)))
+        try:
+            self.send(encode(("hello", database)))
+        except BaseException:  # it ended already: nothing of it is kept
+            self.end()
+            raise
+
+    def end(self) -> int:
+        """Close both pipes, end the process if it still runs, and wait for it; its exit code."""
+        self.close()
+        self.receiving.close()
+        if self.process.poll() is None:
+            self.process.kill()
+        return self.process.wait()
 
     def send(self, message: bytes) -> None:
         """Send an `encode`d message; OSError once the process has ended or the pipe was closed."""
@@ -186,6 +204,7 @@ class ProcessWriter(GroupWriter):
         self._in_flight: deque[list] = deque()
         self._sent = 0
         self._flight_room = threading.Condition(self._lock)
+        self._restart_at = 0.0  # no writer process is started before then (`RESTART_AFTER_S`)
 
     def start(self) -> None:
         with self._lock:
@@ -238,6 +257,10 @@ class ProcessWriter(GroupWriter):
 
     def _send(self, batch: list) -> None:
         with self._lock:
+            wait = self._restart_at - time.monotonic() if self._child is None else 0
+        if wait > 0:
+            time.sleep(wait)
+        with self._lock:
             self._sent += 1
             number = self._sent
         try:
@@ -261,7 +284,11 @@ class ProcessWriter(GroupWriter):
 
     def _child_for_sending(self) -> _Child:  # called with the lock held
         if self._child is None:
-            self._child = child = _Child(dict(connections[DEFAULT_DB_ALIAS].settings_dict))
+            try:
+                self._child = child = _Child(dict(connections[DEFAULT_DB_ALIAS].settings_dict))
+            except BaseException:
+                self._restart_at = time.monotonic() + RESTART_AFTER_S
+                raise
             self._receiver = threading.Thread(target=self._receive, args=(child,), name="dag-writer-answers",
                                               daemon=True)
             self._receiver.start()
@@ -320,16 +347,14 @@ class ProcessWriter(GroupWriter):
             if self._child is not child:
                 return  # said already, or stopped on purpose
             self._child = None
+            self._restart_at = child.started + RESTART_AFTER_S
             lost = [batch for _, batch, _ in self._in_flight]
             self._held -= sum(held for _, _, held in self._in_flight)
             self._in_flight.clear()
             self._not_full.notify_all()
             self._flight_room.notify_all()
         self._fail_lost(lost, why)
-        child.close()
-        if child.process.poll() is None:  # alive, but answering nonsense: it goes
-            child.process.kill()
-        code = child.process.wait()
+        code = child.end()  # if it is alive (answering nonsense), it goes
         log.error("the writer process (pid %d) ended with exit code %s (%s: %s) and %d batch(es) in flight; "
                   "their sessions' runs stop", child.process.pid, code, type(why).__name__, why, len(lost))
         for batch in lost:

@@ -258,3 +258,31 @@ def test_an_unknown_writer_is_named_at_start_up(settings):
         "OPENPROGRAM_WRITER must be \"auto\", \"thread\" or \"process\"; got 'threads'"]
     settings.OPENPROGRAM_WRITER = "process"
     assert conf.WRITER == "process"
+
+
+def test_a_writer_process_that_cannot_start_is_not_started_again_for_every_batch(monkeypatch):
+    # A program that ends at once, as one whose settings cannot load would.
+    monkeypatch.setattr(writer_process, "CHILD_MAIN", "import sys; sys.exit(3)")
+    waits = []
+    monkeypatch.setattr(writer_process.time, "sleep", waits.append)
+    with process_writer.use_writer(ProcessWriter(batch_rows=1)) as writer:
+        first, second = claimed_by("host-a:1"), claimed_by("host-b:2")
+        writes = write_path.RunWrites(first.pk, lease="host-a:1")
+        writes.create(kind="code", name="lost")
+        with pytest.raises(WriterProcessLost, match="exit code 3|ended"):
+            writes.flush()
+        assert writer._restart_at > 0 and not waits
+        later = write_path.RunWrites(second.pk, lease="host-b:2")
+        later.create(kind="code", name="waits for the next start")
+        with pytest.raises(WriterProcessLost):
+            later.flush()
+    # The second writer process was started only after the wait since the first one's start.
+    assert len(waits) == 1 and 0 < waits[0] <= writer_process.RESTART_AFTER_S
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="an in-memory database is SQLite's")
+def test_a_database_in_this_processs_memory_is_written_by_a_thread(settings, monkeypatch):
+    settings.OPENPROGRAM_WRITER = "process"
+    assert process_writer.writes_in_a_process()
+    monkeypatch.setitem(connection.settings_dict, "NAME", ":memory:")
+    assert not process_writer.writes_in_a_process()
