@@ -392,14 +392,16 @@ def _reserve_sql(vendor: str) -> tuple[str, ...]:
 _sqlite_reserved_up_to: dict[str, int] = {}
 
 
-def reserve_node_ids(tx: WriteTransaction, count: int) -> list[int]:
+def reserve_node_ids(tx: WriteTransaction, count: int, *, alone: bool = False) -> list[int]:
     """`count` node ids no other writer (thread or process) will ever be given, in increasing order.
 
     One query on PostgreSQL (the table's sequence), one short write on SQLite (its sqlite_sequence row).
+    `alone`: the reservation is all `tx` does; on PostgreSQL its COMMIT then goes with the query, one
+    round trip.
     """
     statements = _reserve_sql(tx.connection.vendor)
     if tx.connection.vendor == "postgresql":
-        return sorted(row[0] for row in tx.execute(statements[0], [count]).fetchall())
+        return sorted(row[0] for row in tx.fetch_all([(statements[0], [count])], commit=alone)[0])
     # Under the write lock the transaction took at its start (IMMEDIATE): reservations, and the mark, go
     # one at a time.
     database = str(tx.connection.settings_dict["NAME"])

@@ -13,7 +13,7 @@ from django.db import connection
 
 from dag.models import Node, Session
 from dag.recording import write_path
-from dag.recording.write_path import batch_writer, group_commit
+from dag.recording.write_path import batch_writer, group_commit, run_writes
 from dag.recording.write_path.write_transaction import WriteTransaction, placeholders
 
 from ..dag_helpers import new_session
@@ -93,6 +93,26 @@ def test_a_batch_of_several_sessions_with_new_nodes_and_backfills_is_one_round_t
         # parent written, child written ended, parent backfilled: three revisions, in queue order
         first = before[session.pk] + 1
         assert sorted(node.rev for node in nodes) == [first + 1, first + 2] and session.rev == first + 2
+
+
+@ON_POSTGRESQL
+def test_a_runs_reservation_of_node_ids_is_one_round_trip(monkeypatch):
+    monkeypatch.setattr(run_writes, "WriteTransaction", _TracedTransaction)
+    handle, _TracedTransaction.trace_path = tempfile.mkstemp(suffix=".trace")
+    os.close(handle)
+    writes = write_path.RunWrites(_claimed("host:1").pk, lease="host:1")
+    _TracedTransaction.tracing.set()
+    try:
+        writes._next_id()  # the first block: reserved, and its transaction committed with it
+    finally:
+        _TracedTransaction.tracing.clear()
+    try:
+        assert _syncs(_TracedTransaction.trace_path) == 1
+    finally:
+        os.unlink(_TracedTransaction.trace_path)
+    from psycopg import pq
+    # Committed: no transaction is left open on the run's connection.
+    assert connection.connection.info.transaction_status == pq.TransactionStatus.IDLE
 
 
 TRICKY = dict(
