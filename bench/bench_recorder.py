@@ -57,6 +57,8 @@ from bench._pg import scratch_database  # noqa: E402
 CALLS = 10_000  # slow_count's largest n, so the app and the write path record the same number
 SESSIONS = 8
 ROUNDS = 3
+# Rounds of the app beside the floors: their paired ratios' median is the figure the targets read.
+PAIRED_ROUNDS = 5
 FLOOR_BATCH = 500
 RENDER_NODES = 5000
 TERMINAL = ("completed", "error", "cancelled", "interrupted")
@@ -314,8 +316,10 @@ def render_ms(owner) -> dict:
 
 def app_beside_the_floors(database_url: str, var_dir: str, owner, token: str) -> dict:
     """The running app and the floors, alternately, round after round, each round from tables of the
-    same size (`settle`): a machine whose speed drifts (a shared one) moves both alike, so their ratio
-    holds. Each figure is the best of its ROUNDS rounds; the CPU figures, the mean over them."""
+    same size (`settle`): a machine whose speed drifts (a shared one) moves both alike, so the ratio of
+    a round's app to that round's floors holds where the rates themselves move by a quarter. Each rate
+    is the best of its PAIRED_ROUNDS rounds, each ratio the median of the rounds' ratios; the CPU
+    figures, the mean over the rounds."""
     from tests.e2e.support import DaphneServer, session_cookie
 
     env = {**os.environ, "DATABASE_URL": database_url, "OPENPROGRAM_VAR_DIR": var_dir,
@@ -334,7 +338,7 @@ def app_beside_the_floors(database_url: str, var_dir: str, owner, token: str) ->
         raw = {way: [] for way in floors.ways}
         raw_cpu = {way: [] for way in floors.ways}
         bulk, app, app_cpu = [], [], []
-        for _ in range(ROUNDS):
+        for _ in range(PAIRED_ROUNDS):
             for way in floors.ways:
                 settle()
                 watch = _cpu.CpuWatch(database=floors.vendor == "postgresql")
@@ -346,12 +350,16 @@ def app_beside_the_floors(database_url: str, var_dir: str, owner, token: str) ->
             watch = _cpu.CpuWatch(server=server.process.pid, database=floors.vendor == "postgresql")
             app.append(asyncio.run(run_and_watch(server.url, token, cookie, CALLS)))
             app_cpu.append(watch.per_call(CALLS))
+        rates = [run["calls_per_s"] for run in app]
         return {"raw": {way: best_rate(CALLS, times) for way, times in raw.items()},
                 "raw_cpu": {way: _cpu.mean(figures) for way, figures in raw_cpu.items()},
                 "bulk_create": best_rate(CALLS, bulk),
                 # The best run, as every floor is the best of its rounds: a run that a noisy neighbour
                 # slowed must not count against the app when none counts against a floor.
-                "app": {**max(app, key=lambda run: run["calls_per_s"]), "cpu": _cpu.mean(app_cpu)}}
+                "app": {**max(app, key=lambda run: run["calls_per_s"]), "cpu": _cpu.mean(app_cpu)},
+                "paired": {"raw": statistics.median(rate / (CALLS / min(times[i] for times in raw.values()))
+                                                    for i, rate in enumerate(rates)),
+                           "bulk_create": statistics.median(rate / (CALLS / bulk[i]) for i, rate in enumerate(rates))}}
     finally:
         floors.close()
         server.stop()
@@ -425,9 +433,12 @@ def report(name: str, figures: dict) -> None:
     render = figures["render_ms"]
     print(f"  context for a model call after {RENDER_NODES:,} recorded calls (the default range, so as many as the "
           f"{render['cap']:,}-character cap holds): {render['ms']:.0f} ms for {render['chars']:,} characters")
+    paired = figures["paired"]
+    print(f"  the running app / the floors, round by round ({PAIRED_ROUNDS} rounds, each beside its own floors; "
+          f"the median): {paired['raw']:.2f} of the raw-driver floor, {paired['bulk_create']:.2f} of bulk_create")
     targets = {"app >= 5,000 calls/s": app["calls_per_s"] >= 5000,
-               "app >= 0.5 of the raw-driver floor": app["calls_per_s"] >= 0.5 * raw,
-               "app >= 0.5 of the bulk_create floor": app["calls_per_s"] >= 0.5 * bulk,
+               "app >= 0.5 of the raw-driver floor (round by round)": paired["raw"] >= 0.5,
+               "app >= 0.5 of the bulk_create floor (round by round)": paired["bulk_create"] >= 0.5,
                "websocket p95 < 100 ms": app["p95_ms"] < 100}
     print("  targets: " + "; ".join(f"{label}: {'met' if met else 'NOT met'}" for label, met in targets.items()))
 
@@ -469,7 +480,8 @@ def threads_line(by_thread: dict[str, float]) -> str:
 def main() -> None:
     from dag.conf import DEFAULTS
     batch_ms = os.environ.get("OPENPROGRAM_WRITE_BATCH_MS") or DEFAULTS["WRITE_BATCH_MS"]
-    print(f"bench_recorder: {CALLS:,} recorded calls per figure (best of {ROUNDS} each); group commit "
+    print(f"bench_recorder: {CALLS:,} recorded calls per figure (best of {ROUNDS} each; the app and the floors "
+          f"best of {PAIRED_ROUNDS}, round by round beside each other); group commit "
           f"every {batch_ms} ms; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory(prefix="bench-recorder-") as var_dir:
         report("SQLite (WAL, synchronous=NORMAL)", run_child(f"sqlite:///{var_dir}/bench.sqlite3", var_dir))
