@@ -134,6 +134,10 @@ class RunWrites:
             return connection
 
     def _next_id(self) -> int:
+        try:
+            return self._ids.popleft()  # a deque's popleft is atomic: only a refill needs the lock
+        except IndexError:
+            pass
         with self._ids_lock:
             if not self._ids:
                 with WriteTransaction() as tx:
