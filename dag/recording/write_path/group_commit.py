@@ -3,8 +3,9 @@
 A run's entry and exit only queue their node write (`GroupWriter.submit`) and go on; the node's id was
 reserved up front (`run_writes.RunWrites`), so the caller knows it at once. The writer takes what is
 queued, at most `OPENPROGRAM_WRITE_BATCH_MS` after the first write of a batch and at most
-`OPENPROGRAM_WRITE_BATCH_ROWS` rows, and commits it in one transaction; then it publishes each
-session's changes (`dag.live.broadcast.publish`, one call per session and batch).
+`OPENPROGRAM_WRITE_BATCH_ROWS` rows, and commits it in one transaction (`batch_writer.BatchWriter`); then
+it publishes each session's changes (`dag.live.broadcast.publish`, one call per session and batch).
+`writer_process.ProcessWriter` is this writer with the batches written by a process of its own.
 
 What stays as it was with one transaction per write:
 - `seq` gap-free per session and `rev` strictly increasing: the batch advances each session's counters
@@ -23,9 +24,9 @@ revision): its exit is applied to the queued node (`finish_queued`) rather than 
 a node created and ended within one batch.
 How a batch becomes rows is `batch_writes`: on PostgreSQL the rows' numbers are given by the statements
 themselves (`numbered_sql`), so a batch and its COMMIT are one round trip, and while the server works
-on it the writer takes the next batch (if it is ready) and stages it (`batch_writes.prestage`), so that
-only its sending is left; a staged batch is staged again if the batch before it failed or refused a
-session's writes. Elsewhere the counters are read first.
+on it the writer takes the next batch (if it is ready) and stages it (`batch_writes.prestage`, from
+`BatchWriter`), so that only its sending is left; a staged batch is staged again if the batch before
+it failed or refused a session's writes. Elsewhere the counters are read first.
 Back-pressure: a full queue makes `submit` wait; nothing is ever dropped for room. A batch taken to be
 staged still counts against the queue's room until it is written. A crash of the process loses what
 was queued and not yet committed: the batch in flight and what arrived during its commit (queued, or
