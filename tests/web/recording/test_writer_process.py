@@ -210,7 +210,8 @@ def test_a_writer_process_ends_with_the_serving_process_and_its_session_is_recov
            "DJANGO_SETTINGS_MODULE": "openprogram_web.settings", "OPENPROGRAM_VAR_DIR": str(tmp_path / "var"),
            "LOG_LEVEL": "WARNING"}
     env.pop("REDIS_URL", None)
-    child = subprocess.Popen([sys.executable, "-m", "tests.web.recording.writer_process_child", str(session.pk)],
+    child = subprocess.Popen([sys.executable, "-m", "tests.web.recording.recording_child", str(session.pk), "10", "10",
+                              "writer-process"],
                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=open(tmp_path / "child.log", "w"),
                              text=True)
     try:
