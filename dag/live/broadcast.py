@@ -227,7 +227,7 @@ def batch_events(runs: list[tuple[int, int, str]]) -> list[dict]:
     events: list[dict] = []
     parts: list[str] = []
     first = last = 0
-    for run_first, run_last, joined in sorted(runs, key=lambda run: run[0]):
+    for run_first, run_last, joined in _within_the_limit(sorted(runs, key=lambda run: run[0])):
         if parts and (run_first != last + 1 or run_last - first + 1 > MAX_ITEMS_PER_MESSAGE):
             events.append(batch_event(first, last, RUN_SEPARATOR.join(parts)))
             parts = []
@@ -238,6 +238,18 @@ def batch_events(runs: list[tuple[int, int, str]]) -> list[dict]:
     if parts:
         events.append(batch_event(first, last, RUN_SEPARATOR.join(parts)))
     return events
+
+
+def _within_the_limit(runs):
+    """The runs, one of more than MAX_ITEMS_PER_MESSAGE changes cut into runs of at most that many."""
+    for first, last, joined in runs:
+        if last - first < MAX_ITEMS_PER_MESSAGE:
+            yield first, last, joined
+            continue
+        items = joined.split(RUN_SEPARATOR)
+        for start in range(0, len(items), MAX_ITEMS_PER_MESSAGE):
+            piece = items[start:start + MAX_ITEMS_PER_MESSAGE]
+            yield first + start, first + start + len(piece) - 1, RUN_SEPARATOR.join(piece)
 
 
 def batch_event(first: int, last: int, joined: str) -> dict:

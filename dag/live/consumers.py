@@ -57,7 +57,7 @@ from ..models import Node, Session
 from ..recording import clock
 from ..runs.leases import worker_id
 from . import broadcast
-from .frames import run_after, run_changes_session, run_frames, snapshot_frames
+from .frames import RUN_SEPARATOR, run_after, run_changes_session, run_frames, snapshot_frames
 from .layer_outage import ClosesOnLayerOutage
 from .login_check import CLOSE_RECONNECT, EndsWithItsLogin, login_still_holds
 from .node_rows import node_dicts
@@ -227,22 +227,46 @@ class SessionConsumer(LimitedPerUser, EndsWithItsLogin, ClosesOnLayerOutage, Asy
         async with self._lock:
             if self.rev is None or self.refused:
                 return
-            first, last = event["first"], event["last"]
-            if last <= self.rev:
-                return  # already in the snapshot or sent before
-            if first > self.rev + 1:
-                # Changes before it were lost or are not delivered yet: the database has them all.
-                await self._send_changes(self.rev)
+            if "revs" in event:  # the former format (changes listed one by one), from a server not yet upgraded
+                await self._forward_listed(event)
+            else:
+                await self._forward_run(event["first"], event["last"], event["items"])
+
+    async def _forward_run(self, first: int, last: int, joined: str) -> bool:
+        """Send what of a run comes after `self.rev`; False once nothing more may be sent (a gap was
+        repaired from the database, or the stream was refused)."""
+        if self.refused:
+            return False
+        if last <= self.rev:
+            return True  # already in the snapshot or sent before
+        if first > self.rev + 1:
+            # Changes before it were lost or are not delivered yet: the database has them all.
+            await self._send_changes(self.rev)
+            return False
+        fresh = run_after(first, joined, self.rev)
+        # A session change may be an admin giving the session to someone else: asked before this run
+        # (and what follows that change in it) goes out, not at the next heartbeat. Session changes are
+        # rare (a run's start, budget and end; an admin's edit): a query only then.
+        if run_changes_session(fresh) and not await self._still_owned():
+            return False
+        first, self.rev = max(first, self.rev + 1), last
+        for frame in run_frames(first, last, fresh):
+            await self.send(text_data=frame)
+        return True
+
+    async def _forward_listed(self, event) -> None:
+        """Changes in the former layer format, `{"revs": [...], "items": [...]}`: the new ones forwarded
+        as the runs they make (a rolling deploy has servers of both kinds for a while)."""
+        pairs = sorted(zip(event["revs"], event["items"]), key=lambda pair: pair[0])
+        runs: list[tuple[int, int, list[str]]] = []
+        for rev, encoded in pairs:
+            if runs and rev == runs[-1][1] + 1:
+                runs[-1] = (runs[-1][0], rev, [*runs[-1][2], encoded])
+            else:
+                runs.append((rev, rev, [encoded]))
+        for first, last, items in runs:
+            if not await self._forward_run(first, last, RUN_SEPARATOR.join(items)):
                 return
-            fresh = run_after(first, event["items"], self.rev)
-            # A session change may be an admin giving the session to someone else: asked before this
-            # run (and what follows that change in it) goes out, not at the next heartbeat. Session
-            # changes are rare (a run's start, budget and end; an admin's edit): a query only then.
-            if run_changes_session(fresh) and not await self._still_owned():
-                return
-            first, self.rev = max(first, self.rev + 1), last
-            for frame in run_frames(first, last, fresh):
-                await self.send(text_data=frame)
 
     async def _still_owned(self) -> bool:
         """Whether the viewer still owns the session; if not, the stream is closed (4404) and refused."""

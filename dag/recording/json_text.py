@@ -57,11 +57,22 @@ def _with_fallback(fast: Callable[[Any], str] | None, slow: Callable[[Any], str]
 
 # `json.dumps(value)`: what Django's JSONField stores ("a": 1, spaces after separators, ASCII).
 dumps = _with_fallback(_c_encoder(default=_refuse, separators=(", ", ": ")), json.dumps)
+def _as_standard(value: Any) -> Any:
+    """`default` of the stream's encoders: a float or tuple subclass (which orjson hands here, and the
+    standard encoder writes as a number or a list) as the standard encoder writes it; anything else
+    unknown as its `str()`."""
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, tuple):
+        return list(value)
+    return str(value)
+
+
 # `json.dumps(value, ensure_ascii=True, separators=(",", ":"), default=str)`: the live stream's frames.
 # NaN and the infinities refused (ValueError), to be written as null.
 _standard_compact = _with_fallback(
-    _c_encoder(default=str, separators=(",", ":"), allow_nan=False),
-    partial(json.dumps, ensure_ascii=True, separators=(",", ":"), default=str, allow_nan=False))
+    _c_encoder(default=_as_standard, separators=(",", ":"), allow_nan=False),
+    partial(json.dumps, ensure_ascii=True, separators=(",", ":"), default=_as_standard, allow_nan=False))
 # Types orjson writes itself that `default=str` writes otherwise (a datetime's str has a space, not a
 # T; a dataclass is its repr): handed to `default` as the standard encoder would.
 _ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
@@ -69,9 +80,11 @@ _ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATAC
 
 def dumps_compact(value: Any) -> str:
     """`value` as compact ASCII JSON, unknown types as their `str()`: what `_standard_compact` writes,
-    parsed back (see the module), at orjson's speed."""
+    parsed back (see the module), at orjson's speed. Made for JSON values (what `values.json_safe`
+    gives, and records built from it): an Enum is written as its value here, as its `str()` where the
+    standard encoder writes it."""
     try:
-        encoded = orjson.dumps(value, default=str, option=_ORJSON_OPTIONS)
+        encoded = orjson.dumps(value, default=_as_standard, option=_ORJSON_OPTIONS)
     except TypeError:  # orjson's JSONEncodeError: an int beyond 64 bits, a key that is not text, ...
         return _standard(value)
     if encoded.isascii():
@@ -87,12 +100,13 @@ def _standard(value: Any) -> str:
 
 
 def _finite(value: Any) -> Any:
-    """`value` with every NaN and infinity in its lists and dicts as None (a rare value: the encoder
-    met one); other types as they are, for `default`."""
+    """`value` with every NaN and infinity in its lists and dicts as None, and as text where it is a key
+    (a rare value: the encoder met one); other types as they are, for `default`."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, (list, tuple)):
         return [_finite(item) for item in value]
     if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
+        return {(repr(key) if isinstance(key, float) and not math.isfinite(key) else key): _finite(item)
+                for key, item in value.items()}
     return value

@@ -403,7 +403,6 @@ class _Feed:
 
 def serve(receiving: Connection, sending: Connection) -> None:
     """Write the batches `receiving` brings until it closes, answering each on `sending`."""
-    from ...live.frames import encoded_runs
     from .batch_writer import BatchWriter
 
     _, database = pickle.loads(receiving.recv_bytes())  # ("hello", the serving process's database)
@@ -428,10 +427,22 @@ def serve(receiving: Connection, sending: Connection) -> None:
                     failures[session_id] = outcome.failure
                     results.append((session_id, portable(outcome.failure), ()))
                 else:
-                    results.append((session_id, None, encoded_runs(outcome.messages)))
+                    results.append((session_id, None, _encoded(session_id, outcome.messages)))
             sending.send_bytes(encode(("done", number, results)))
     finally:
         connections.close_all()
+
+
+def _encoded(session_id: str, messages: list) -> list:
+    """The changes of a committed part, encoded for the stream; none if they cannot be (its viewers find
+    the gap and read them from the database), rather than the writer process ending with the batch's
+    commits unanswered."""
+    from ...live.frames import encoded_runs
+    try:
+        return encoded_runs(messages)
+    except Exception:
+        log.exception("the changes of session %s could not be encoded for the live stream", session_id)
+        return []
 
 
 def main(argv: list[str]) -> None:

@@ -310,6 +310,23 @@ async def test_a_run_overlapping_what_was_sent_is_forwarded_from_the_next_revisi
     assert "snapshot" not in mirror.kinds[1:]  # no gap: nothing re-read
 
 
+async def test_changes_in_the_former_layer_format_are_forwarded_too(user, session):
+    # A server not yet upgraded (a rolling deploy) lists changes one by one, each with its rev.
+    comm = communicator(user, session.pk)
+    await comm.connect(timeout=TIMEOUT)
+    mirror = Mirror()
+    mirror.apply(await comm.receive_json_from(timeout=TIMEOUT))
+    nodes = [await database_sync_to_async(record_node)(session.pk, name=f"listed_{i}", publish=False)
+             for i in range(3)]
+    items = [frames.encode_item({"type": "node", "rev": node.rev, "node": node.as_dict()}) for node in nodes]
+    await get_channel_layer().group_send(broadcast.group_name(session.pk), {
+        "type": broadcast.BATCH_EVENT, "revs": [node.rev for node in nodes][::-1], "items": items[::-1]})
+    frame = await comm.receive_json_from(timeout=TIMEOUT)
+    mirror.apply(frame)  # in rev order, none missing
+    await comm.disconnect()
+    assert [item["node"]["name"] for item in frame["items"]] == ["listed_0", "listed_1", "listed_2"]
+
+
 async def test_the_heartbeat_repairs_a_lost_last_message(user, session):
     comm = communicator(user, session.pk)
     await comm.connect(timeout=TIMEOUT)

@@ -66,6 +66,15 @@ def test_runs_that_continue_each_other_become_one_message_of_at_most_the_item_li
     assert [(event["first"], event["last"]) for event in broadcast.batch_events(pieces)] == [(1, 6), (9, 9)]
 
 
+def test_a_run_longer_than_the_item_limit_goes_in_messages_within_it(monkeypatch):
+    monkeypatch.setattr(broadcast, "MAX_ITEMS_PER_MESSAGE", 4)
+    [run] = frames.encoded_runs([change(rev) for rev in range(1, 11)])
+    events = broadcast.batch_events([run])
+    assert [(event["first"], event["last"]) for event in events] == [(1, 4), (5, 8), (9, 10)]
+    assert [len(event["items"].split("\n")) for event in events] == [4, 4, 2]
+    assert "\n".join(event["items"] for event in events) == run[2]
+
+
 def test_a_viewer_forwards_what_a_run_holds_after_what_it_has_seen():
     _, _, joined = frames.encoded_runs([change(rev) for rev in range(3, 8)])[0]
     assert [json.loads(text)["rev"] for text in frames.run_after(3, joined, 5).split("\n")] == [6, 7]

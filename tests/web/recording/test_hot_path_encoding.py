@@ -3,6 +3,7 @@ prebuilt JSON encoders (`json_text`), the node field adapters (`write_path.sql`)
 of `json_safe`."""
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import math
@@ -62,14 +63,26 @@ def _has_float(value) -> bool:
     return False
 
 
+class Score(float):
+    pass
+
+
+Point = collections.namedtuple("Point", "x y")
+
+
 @pytest.mark.parametrize("value", [
     {"text": "caf\u00e9 \u2028 \U0001f600"},  # not ASCII: escaped, as json.dumps escapes it
+    {"score": Score(1.5), "point": Point(1, 2)},  # subclasses of float and tuple: a number and a list
     {"huge": 2 ** 64, "small": -(2 ** 63) - 1},  # beyond 64 bits
     {7: 1, None: 2, 1.5: 3, True: 4},  # keys that are not text
     {"nested": [{"deep": [1, 2.5, "x", None, False]}]},
 ])
 def test_the_compact_encoder_writes_what_json_dumps_writes_where_orjson_would_not(value):
     assert dumps_compact(value) == json.dumps(value, ensure_ascii=True, separators=(",", ":"), default=str)
+
+
+def test_a_non_finite_key_is_written_as_its_text_and_a_non_finite_value_as_null():
+    assert json.loads(dumps_compact({float("nan"): float("inf"), "n": [float("-inf")]})) == {"nan": None, "n": [None]}
 
 
 def test_the_compact_encoder_writes_what_it_cannot_encode_as_text_and_the_other_refuses_it():

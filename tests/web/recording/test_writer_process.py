@@ -287,3 +287,14 @@ def test_a_database_in_this_processs_memory_is_written_by_a_thread(settings, mon
     assert process_writer.writes_in_a_process()
     monkeypatch.setitem(connection.settings_dict, "NAME", ":memory:")
     assert not process_writer.writes_in_a_process()
+
+
+def test_changes_that_cannot_be_encoded_are_answered_as_none_and_logged(monkeypatch, caplog):
+    from dag.live import frames
+
+    def broken(messages):
+        raise ValueError("not encodable")
+
+    monkeypatch.setattr(frames, "encoded_runs", broken)
+    assert writer_process._encoded("s", [{"type": "node", "rev": 1, "node": {}}]) == []
+    assert "could not be encoded" in caplog.text  # viewers find the gap and read the database
