@@ -66,6 +66,8 @@ class BatchWriter:
         """Write `writes` (`staged`: their parts, staged while the batch before was on the server).
         Returns each part's outcome, a refusal's reason found; the nodes now open are kept in `open`."""
         parts = staged.parts if staged is not None else parts_of(writes, self.failures)
+        if not parts:  # nothing left to write (a flush alone, or writes of failed sessions): no transaction
+            return {}
         try:
             with WriteTransaction() as tx:
                 # With a test's gate the COMMIT waits for it; otherwise it may go with the statements,

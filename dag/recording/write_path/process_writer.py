@@ -32,6 +32,8 @@ def _forget_parent_writer() -> None:
     its own, as any process that is not serving. (Checking the pid on every write instead costs a
     system call per write.)"""
     global _writer, _writer_lock, _serving
+    if isinstance(_writer, ProcessWriter):
+        _writer.abandon()  # its writer process must see its pipes close when the serving process ends
     _writer, _writer_lock, _serving = None, threading.Lock(), False
 
 

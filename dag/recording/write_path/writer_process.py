@@ -11,21 +11,27 @@ process publishes. The database work and the encoding of what viewers are sent t
 beside the runs.
 
 Between the two, over a pair of pipes (`multiprocessing.connection` framing, pickled):
-- to the writer: `("batch", number, writes)`, each write a tuple (`to_wire`); `("forget", session)`;
-- from it: `("done", number, [(session, failure or None, runs), ...])`, in the order the batches went.
+- to the writer: `("hello", database settings)` first, then `("batch", number, writes)`, each write a
+  tuple (`to_wire`), and `("forget", session)`;
+- from it: `("ready",)` once it has started (one that does not within `START_TIMEOUT_S` is given up),
+  then `("done", number, [(session, failure or None, runs), ...])`, in the order the batches went.
 
 At most `IN_FLIGHT` batches are sent and not yet answered (one being written, one waiting beside it,
 which counts against the queue's room), so a crash of either process loses what a writer thread's would:
 about one batch window, never more than two batches. If the writer process ends (killed, out of memory),
 every session with a batch in flight is failed (`WriterProcessLost`: its run stops at its next write,
-since whether those writes committed is unknown) and the next batch starts a new writer process. If
-the serving process ends, its writer process sees the pipe close and ends after the batch it is writing.
+since whether those writes committed is not known), its writes still queued are not made, and the next
+batch starts a new writer process (not before `RESTART_AFTER_S` after the last one started). If the
+serving process ends, its writer process sees the pipe close and ends after the batch it is writing
+(a forked child of the serving process lets go of the pipes: `abandon`); a Ctrl-C or a stop sent to the
+whole process group leaves it writing until then.
 """
 from __future__ import annotations
 
 import logging
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import threading
@@ -54,6 +60,10 @@ IN_FLIGHT = 2
 # since its start (one that cannot start at all, its settings broken, would be started again for
 # every batch otherwise); the batches meanwhile wait.
 RESTART_AFTER_S = 1.0
+# The longest a new writer process may take to start (Django set up) before it is given up.
+START_TIMEOUT_S = 60.0
+# How the sending thread waits out `RESTART_AFTER_S` (a test's handle).
+_sleep = time.sleep
 # The directory that holds the `dag` package: the writer process imports the project from there.
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 # The writer process's program: Django is set up before anything of the app is imported (this package
@@ -76,6 +86,7 @@ _NODE_ATTNAMES = tuple(field.attname for field in Node._meta.concrete_fields)
 _node_values = itemgetter(*_NODE_ATTNAMES)
 _TIMES_AT = tuple(index for index, field in enumerate(Node._meta.concrete_fields)
                   if isinstance(field, models.DateTimeField))
+_TIME_NAMES = frozenset(_NODE_ATTNAMES[index] for index in _TIMES_AT)
 
 
 def _time_out(value):
@@ -94,7 +105,8 @@ def to_wire(entry) -> tuple:
         for index in _TIMES_AT:
             values[index] = _time_out(values[index])
         return entry.session_id, entry.lease, values
-    return entry.session_id, entry.lease, entry.pk, {name: _time_out(value) for name, value in entry.fields.items()}
+    return entry.session_id, entry.lease, entry.pk, {
+        name: _time_out(value) if name in _TIME_NAMES else value for name, value in entry.fields.items()}
 
 
 def from_wire(item: tuple):
@@ -105,7 +117,8 @@ def from_wire(item: tuple):
             values[index] = _time_in(values[index])
         return NodeCreate(session_id, lease, node_instance(zip(_NODE_ATTNAMES, values)), taken=True)
     session_id, lease, pk, fields = item
-    return NodeFinish(session_id, lease, pk, {name: _time_in(value) for name, value in fields.items()}, taken=True)
+    return NodeFinish(session_id, lease, pk, {
+        name: _time_in(value) if name in _TIME_NAMES else value for name, value in fields.items()}, taken=True)
 
 
 def portable(failure: BaseException) -> BaseException:
@@ -121,7 +134,9 @@ def portable(failure: BaseException) -> BaseException:
 
 class _Child:
     """A running writer process and the two ends of its pipes. Sends are serialized: the sending thread
-    sends batches, any thread may send a "forget"."""
+    sends batches, any thread may send a "forget". Only the thread that reads its answers closes the
+    pipe it reads (`receiving`): closed from another thread, its descriptor could be given to the next
+    writer process's pipe while still being read."""
 
     def __init__(self, database: dict):
         from_parent, to_child = os.pipe()
@@ -145,20 +160,15 @@ class _Child:
         self.sending = Connection(to_child, readable=False)
         self.receiving = Connection(from_child, writable=False)
         self.started = time.monotonic()
+        self.retired = False  # set (under the writer's lock) once it is given up, whatever ended it
         self._send_lock = threading.Lock()
         try:
             self.send(encode(("hello", database)))
         except BaseException:  # it ended already: nothing of it is kept
-            self.end()
+            self.kill()
+            self.close_sending()
+            self.receiving.close()
             raise
-
-    def end(self) -> int:
-        """Close both pipes, end the process if it still runs, and wait for it; its exit code."""
-        self.close()
-        self.receiving.close()
-        if self.process.poll() is None:
-            self.process.kill()
-        return self.process.wait()
 
     def send(self, message: bytes) -> None:
         """Send an `encode`d message; OSError once the process has ended or the pipe was closed."""
@@ -168,10 +178,23 @@ class _Child:
     def receive(self):
         return pickle.loads(self.receiving.recv_bytes())
 
-    def close(self) -> None:
-        """Close the pipe to it: it writes what it was sent, then ends."""
+    def kill(self) -> int:
+        """End the process if it still runs (a send it blocks then fails) and wait for it; its exit code."""
+        if self.process.poll() is None:
+            self.process.kill()
+        return self.process.wait()
+
+    def close_sending(self) -> None:
+        """Close the pipe to it: a live writer process writes what it was sent, then ends."""
         with self._send_lock:
             self.sending.close()
+
+    def abandon(self) -> None:
+        """In a forked child of the serving process: let go of the inherited pipes, touching nothing else
+        (a lock copied mid-use would never be released), so the writer process sees them close when the
+        serving process does."""
+        self.sending.close()
+        self.receiving.close()
 
 
 # Bytes a pipe holds before its writer waits: an answer carries its batch's changes encoded for the
@@ -200,15 +223,16 @@ class ProcessWriter(GroupWriter):
         super().__init__(**kwargs)
         self._child: Optional[_Child] = None
         self._receiver: Optional[threading.Thread] = None
-        # Batches sent and not yet answered, oldest first: [number, batch, its writes still held back].
+        self._starting = threading.Lock()  # one writer process started at a time, outside `_lock`
+        # Batches sent and not yet answered, oldest first: [number, batch, its writes still held back, the
+        # writer process it went to].
         self._in_flight: deque[list] = deque()
         self._sent = 0
         self._flight_room = threading.Condition(self._lock)
         self._restart_at = 0.0  # no writer process is started before then (`RESTART_AFTER_S`)
 
     def start(self) -> None:
-        with self._lock:
-            self._child_for_sending()
+        self._running_child()
 
     def flush(self, session_id: Any = None) -> Optional[BaseException]:
         if threading.current_thread() is self._receiver:
@@ -226,15 +250,24 @@ class ProcessWriter(GroupWriter):
                 pass  # ended: a new writer process knows nothing of the session anyway
 
     def stop(self) -> None:
+        """Commit what is queued, then end the sending thread and the writer process."""
         super().stop()
         with self._lock:
-            child, self._child = self._child, None
-            receiver = self._receiver
+            child, receiver = self._child, self._receiver
+            self._child = None
+            if child is not None:
+                child.retired = True  # on purpose: its pipe closing is no loss
         if child is not None:
-            child.close()
-            child.process.wait()
-        if receiver is not None:
-            receiver.join()
+            child.close_sending()  # it writes what it was sent, answers, and ends
+            code = child.process.wait()
+            if receiver is not None:
+                receiver.join()  # every answer read, up to the pipe's close
+            self._fail_in_flight(child, RuntimeError(f"the writer process ended (exit code {code}) while stopping"))
+
+    def abandon(self) -> None:
+        """In a forked child of the serving process: let go of the writer process's pipes (see `_Child`)."""
+        if self._child is not None:
+            self._child.abandon()
 
     # -- the sending thread (GroupWriter's writer thread) ------------------------------------------------
 
@@ -245,6 +278,9 @@ class ProcessWriter(GroupWriter):
                 with self._lock:
                     while len(self._in_flight) >= IN_FLIGHT:
                         self._flight_room.wait()
+                    wait = self._restart_at - time.monotonic() if self._child is None else 0
+                if wait > 0:  # before taking a batch: what waits meanwhile keeps its room in the queue
+                    _sleep(wait)
                 batch = self._take()
                 if batch is None:
                     return
@@ -256,43 +292,66 @@ class ProcessWriter(GroupWriter):
                     self._thread = None  # ended by surprise: the next write starts another
 
     def _send(self, batch: list) -> None:
-        with self._lock:
-            wait = self._restart_at - time.monotonic() if self._child is None else 0
-        if wait > 0:
-            time.sleep(wait)
+        sessions = {entry.session_id for entry in batch if not isinstance(entry, _Barrier)}
         with self._lock:
             self._sent += 1
             number = self._sent
-        try:
-            writes = [to_wire(entry) for entry in batch if not isinstance(entry, _Barrier)]
-            message = encode(("batch", number, writes))
+        while True:
             with self._lock:
-                child = self._child_for_sending()
+                failed = sessions & self._failures.keys()
+            # A session whose writes failed (a writer process lost with some of them) has none written after.
+            writes = [to_wire(entry) for entry in batch
+                      if not isinstance(entry, _Barrier) and entry.session_id not in failed]
+            try:
+                message = encode(("batch", number, writes))
+            except Exception as exc:  # not sent: its sessions learn why at their next write
+                log.exception("a batch of node writes could not be handed to the writer process")
+                self._fail(batch, exc)
+                self._settle(batch)
+                return
+            try:
+                child = self._running_child()
+            except Exception as exc:
+                log.exception("the writer process could not be started")
+                self._fail(batch, WriterProcessLost(f"the writer process could not be started ({type(exc).__name__}: "
+                                                    f"{exc}); these writes were not made, and the run stops"))
+                self._settle(batch)
+                return
+            with self._lock:
+                if sessions & self._failures.keys() != failed:
+                    continue  # a session failed meanwhile: handed over again, without its writes
+                if child.retired:
+                    continue  # lost meanwhile: to the next writer process
                 # A batch sent while another is being written waits beside it: its writes keep their room.
                 held = len(writes) if self._in_flight else 0
                 self._held += held
-                self._in_flight.append([number, batch, held])
-        except Exception as exc:  # not sent: its sessions learn why at their next write
-            log.exception("a batch of node writes could not be handed to the writer process")
-            self._fail(batch, exc)
-            self._settle(batch)
-            return
+                self._in_flight.append([number, batch, held, child])
+                break
         try:
             child.send(message)
         except OSError as exc:  # it ended: what was in flight is lost with it, this batch too
             self._child_lost(child, exc)
 
-    def _child_for_sending(self) -> _Child:  # called with the lock held
-        if self._child is None:
+    def _running_child(self) -> _Child:
+        """The writer process, started if there is none (outside `_lock`: starting one takes a while)."""
+        with self._lock:
+            if self._child is not None:
+                return self._child
+        with self._starting:
+            with self._lock:
+                if self._child is not None:
+                    return self._child
             try:
-                self._child = child = _Child(dict(connections[DEFAULT_DB_ALIAS].settings_dict))
+                child = _Child(dict(connections[DEFAULT_DB_ALIAS].settings_dict))
             except BaseException:
-                self._restart_at = time.monotonic() + RESTART_AFTER_S
+                with self._lock:
+                    self._restart_at = time.monotonic() + RESTART_AFTER_S
                 raise
-            self._receiver = threading.Thread(target=self._receive, args=(child,), name="dag-writer-answers",
-                                              daemon=True)
-            self._receiver.start()
-        return self._child
+            receiver = threading.Thread(target=self._receive, args=(child,), name="dag-writer-answers", daemon=True)
+            with self._lock:
+                self._child, self._receiver = child, receiver
+            receiver.start()
+            return child
 
     def _fail(self, batch: list, why: BaseException) -> None:
         with self._lock:
@@ -305,20 +364,22 @@ class ProcessWriter(GroupWriter):
     def _receive(self, child: _Child) -> None:
         name_native_thread()
         try:
+            # Its first word says it has started (Django set up): one that never does is given up.
+            if not child.receiving.poll(START_TIMEOUT_S):
+                raise TimeoutError(f"the writer process did not start within {START_TIMEOUT_S:g} s")
+            child.receive()
             while True:
-                try:
-                    _, number, results = child.receive()
-                    self._answered(number, results)
-                except Exception as exc:  # it ended, or its answers make no sense: it is replaced
-                    self._child_lost(child, exc)
-                    return
+                _, number, results = child.receive()
+                self._answered(child, number, results)
+        except Exception as exc:  # it ended, or its answers make no sense: it is replaced
+            self._child_lost(child, exc)
         finally:
             child.receiving.close()
 
-    def _answered(self, number: int, results: list) -> None:
+    def _answered(self, child: _Child, number: int, results: list) -> None:
         with self._lock:
-            sent, batch, _ = self._in_flight[0]
-            if sent != number:
+            sent, batch, _, to = self._in_flight[0] if self._in_flight else (None, None, None, None)
+            if to is not child or sent != number:
                 raise RuntimeError(f"the writer process answered batch {number}, batch {sent} was awaited")
             self._in_flight.popleft()
             self._release_next()
@@ -343,31 +404,39 @@ class ProcessWriter(GroupWriter):
         self._flight_room.notify_all()
 
     def _child_lost(self, child: _Child, why: BaseException) -> None:
+        """`child` ended, or answers nonsense: it is killed if it still runs, the sessions of its batches in
+        flight fail, and the next batch starts another. Once per writer process, whichever thread finds
+        out first (a writer process stopped on purpose is no loss)."""
         with self._lock:
-            if self._child is not child:
-                return  # said already, or stopped on purpose
-            self._child = None
+            if child.retired:
+                return
+            child.retired = True
+            if self._child is child:
+                self._child = None
             self._restart_at = child.started + RESTART_AFTER_S
-            lost = [batch for _, batch, _ in self._in_flight]
-            self._held -= sum(held for _, _, held in self._in_flight)
-            self._in_flight.clear()
-            self._not_full.notify_all()
-            self._flight_room.notify_all()
-        self._fail_lost(lost, why)
-        code = child.end()  # if it is alive (answering nonsense), it goes
+        code = child.kill()  # first: a send it blocks then fails, and the sending lock is let go
+        child.close_sending()
+        lost = self._fail_in_flight(child, why)
         log.error("the writer process (pid %d) ended with exit code %s (%s: %s) and %d batch(es) in flight; "
-                  "their sessions' runs stop", child.process.pid, code, type(why).__name__, why, len(lost))
-        for batch in lost:
-            self._settle(batch)
+                  "their sessions' runs stop", child.process.pid, code, type(why).__name__, why, lost)
 
-    def _fail_lost(self, lost: list, why: BaseException) -> None:
-        for batch in lost:
-            sessions = {entry.session_id for entry in batch if not isinstance(entry, _Barrier)}
-            with self._lock:
-                for session_id in sessions:
+    def _fail_in_flight(self, child: _Child, why: BaseException) -> int:
+        """Fail and settle the batches still in flight to `child` (whether they committed is not known);
+        how many there were."""
+        with self._lock:
+            lost = [entry for entry in self._in_flight if entry[3] is child]
+            for entry in lost:
+                self._in_flight.remove(entry)
+                self._held -= entry[2]
+                for session_id in {write.session_id for write in entry[1] if not isinstance(write, _Barrier)}:
                     self._failures[session_id] = WriterProcessLost(
                         f"the writer process ended ({type(why).__name__}: {why}) with writes of session "
                         f"{session_id} in flight; whether they were committed is not known, and the run stops")
+            self._not_full.notify_all()
+            self._flight_room.notify_all()
+        for _, batch, _, _ in lost:
+            self._settle(batch)
+        return len(lost)
 
 
 # --- the writer process's side ------------------------------------------------------------------------
@@ -407,6 +476,7 @@ def serve(receiving: Connection, sending: Connection) -> None:
 
     _, database = pickle.loads(receiving.recv_bytes())  # ("hello", the serving process's database)
     connections[DEFAULT_DB_ALIAS].settings_dict.update(database)
+    sending.send_bytes(encode(("ready",)))
     failures: dict[str, BaseException] = {}
     writer = BatchWriter(failures)
     feed = _Feed(receiving, writer, failures)
@@ -450,6 +520,10 @@ def main(argv: list[str]) -> None:
     pipes from and to the serving process."""
     from openprogram_web.gc_tuning import tune_for_serving
     tune_for_serving()
+    # Ctrl-C at a terminal (or a stop sent to the whole process group) reaches the writer process too: it
+    # goes on writing what it was sent and ends when its serving process does (its pipe closes).
+    for name in ("SIGINT", "SIGTERM"):
+        signal.signal(getattr(signal, name), signal.SIG_IGN)
     threading.current_thread().name = "dag-writer-process"
     name_native_thread()
     try:
