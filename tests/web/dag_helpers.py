@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import uuid
 
@@ -88,3 +89,23 @@ def write_waiting_for_room(writer, writes, name: str) -> threading.Thread:
     late.start()
     wait_for(lambda: writer.waiting_for_room == 1, 60, f"the write of {name} to wait for room")
     return late
+
+
+def answer_from_a_fork(question) -> bytes:
+    """What `question()` (bytes) gives in a forked child of this process; b"failed" if it raises. The child
+    answers through a pipe and never returns into pytest."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            answer = question()
+        except BaseException:
+            answer = b"failed"
+        os.write(write, answer)
+        os._exit(0)
+    os.close(write)
+    try:
+        return os.read(read, 64)
+    finally:
+        os.close(read)
+        os.waitpid(pid, 0)

@@ -25,7 +25,8 @@ from dag.runs import lifecycle, reaper
 from runtime import CancelledError, agentic_function, use_recorder
 from tests.database_url import database_url
 
-from ..dag_helpers import claimed_by, new_session, parent, recording, visible_context, write_waiting_for_room
+from ..dag_helpers import (answer_from_a_fork, claimed_by, new_session, parent, recording, visible_context,
+                           write_waiting_for_room)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -230,23 +231,12 @@ def test_a_killed_process_loses_only_its_batch_in_flight_and_its_session_ends_in
 
 def test_a_forked_child_makes_a_writer_of_its_own():
     parent = process_writer.process_writer()
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: answer through the pipe, never return into pytest
-        try:
-            mine = process_writer.process_writer()
-            answer = b"own" if mine is not parent and process_writer.process_writer() is mine else b"parent's"
-        except BaseException:
-            answer = b"failed"
-        os.write(write, answer)
-        os._exit(0)
-    os.close(write)
-    try:
-        answer = os.read(read, 16)
-    finally:
-        os.close(read)
-        os.waitpid(pid, 0)
-    assert answer == b"own"
+
+    def whose() -> bytes:
+        mine = process_writer.process_writer()
+        return b"own" if mine is not parent and process_writer.process_writer() is mine else b"parent's"
+
+    assert answer_from_a_fork(whose) == b"own"
     assert process_writer.process_writer() is parent
 
 

@@ -26,7 +26,7 @@ from dag.recording.write_path.batch_writes import NodeCreate, NodeFinish
 from dag.recording.write_path.writer_process import ProcessWriter, WriterProcessLost
 from tests.database_url import database_url
 
-from ..dag_helpers import claimed_by, new_session, parent, recording
+from ..dag_helpers import answer_from_a_fork, claimed_by, new_session, parent, recording
 from ..launch_helpers import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -350,18 +350,6 @@ def test_a_ctrl_c_to_the_process_group_leaves_the_writer_process_writing(writer)
 def test_a_forked_child_of_the_serving_process_lets_go_of_the_writer_processs_pipes(writer):
     writer.start()
     ends = (writer._child.sending, writer._child.receiving)
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: the fork handler has run
-        try:
-            os.write(write, b"closed" if all(end.closed for end in ends) else b"open")
-        finally:
-            os._exit(0)
-    os.close(write)
-    try:
-        answer = os.read(read, 16)
-    finally:
-        os.close(read)
-        os.waitpid(pid, 0)
-    assert answer == b"closed"
+    # In the child, the fork handler has run.
+    assert answer_from_a_fork(lambda: b"closed" if all(end.closed for end in ends) else b"open") == b"closed"
     assert not any(end.closed for end in ends)  # the serving process's own are untouched
