@@ -10,9 +10,10 @@ were refused, or its changes encoded for the live stream (`frames.encoded_runs`)
 process publishes. The database work and the encoding of what viewers are sent then run on another core,
 beside the runs.
 
-Between the two, over a pair of pipes (`multiprocessing.connection` framing, pickled):
+Between the two, over a pair of pipes (`multiprocessing.connection` framing, pickled: `writer_wire`; the
+writer process's own loop is `writer_process_main`):
 - to the writer: `("hello", database settings)` first, then `("batch", number, writes)`, each write a
-  tuple (`to_wire`), and `("forget", session)`;
+  tuple (`writer_wire.to_wire`), and `("forget", session)`;
 - from it: `("ready",)` once it has started (one that does not within `START_TIMEOUT_S` is given up),
   then `("done", number, [(session, failure or None, runs), ...])`, in the order the batches went.
 
@@ -31,26 +32,21 @@ from __future__ import annotations
 import logging
 import os
 import pickle
-import signal
 import subprocess
 import sys
 import threading
 import time
 from collections import deque
-from datetime import datetime, timezone
 from multiprocessing.connection import Connection
-from operator import itemgetter
 from pathlib import Path
 from typing import Any, Optional
 
-from django.db import DEFAULT_DB_ALIAS, connections, models
+from django.db import DEFAULT_DB_ALIAS, connections
 
 from ...live import broadcast
-from ...models import Node
 from ...thread_names import name_native_thread
-from .batch_writes import NodeCreate, NodeFinish
-from .group_commit import IDLE_LINGER_S, GroupWriter, _Barrier, session_key
-from .sql import node_instance
+from .group_commit import GroupWriter, _Barrier, session_key
+from .writer_wire import encode, to_wire
 
 log = logging.getLogger(__name__)
 
@@ -69,65 +65,12 @@ PROJECT_ROOT = Path(__file__).resolve().parents[3]
 # The writer process's program: Django is set up before anything of the app is imported (this package
 # imports the models), then `main` serves the pipes whose descriptors follow on its command line.
 CHILD_MAIN = ("import sys, django; django.setup(); "
-              "from dag.recording.write_path.writer_process import main; main(sys.argv)")
+              "from dag.recording.write_path.writer_process_main import main; main(sys.argv)")
 
 
 class WriterProcessLost(RuntimeError):
     """The writer process ended with this session's writes in flight: whether they were committed is not
     known, so the run stops."""
-
-
-# --- writes on the wire -----------------------------------------------------------------------------
-
-# A new node crosses as its field values, in this order (its `__dict__`, read without the descriptors),
-# its times in UTC as seconds since the epoch: a float pickles in a fifth of a datetime's time, and
-# below the year 2106 it names the microsecond exactly.
-_NODE_ATTNAMES = tuple(field.attname for field in Node._meta.concrete_fields)
-_node_values = itemgetter(*_NODE_ATTNAMES)
-_TIMES_AT = tuple(index for index, field in enumerate(Node._meta.concrete_fields)
-                  if isinstance(field, models.DateTimeField))
-_TIME_NAMES = frozenset(_NODE_ATTNAMES[index] for index in _TIMES_AT)
-
-
-def _time_out(value):
-    return value.timestamp() if isinstance(value, datetime) and value.tzinfo is timezone.utc else value
-
-
-def _time_in(value):
-    return datetime.fromtimestamp(value, timezone.utc) if type(value) is float else value
-
-
-def to_wire(entry) -> tuple:
-    """A queued write as the writer process takes it: (session, lease, values) for a new node, (session,
-    lease, pk, fields) for a backfill."""
-    if isinstance(entry, NodeCreate):
-        values = list(_node_values(entry.node.__dict__))
-        for index in _TIMES_AT:
-            values[index] = _time_out(values[index])
-        return entry.session_id, entry.lease, values
-    return entry.session_id, entry.lease, entry.pk, {
-        name: _time_out(value) if name in _TIME_NAMES else value for name, value in entry.fields.items()}
-
-
-def from_wire(item: tuple):
-    """The write `to_wire` gave."""
-    if len(item) == 3:
-        session_id, lease, values = item
-        for index in _TIMES_AT:
-            values[index] = _time_in(values[index])
-        return NodeCreate(session_id, lease, node_instance(zip(_NODE_ATTNAMES, values)), taken=True)
-    session_id, lease, pk, fields = item
-    return NodeFinish(session_id, lease, pk, {
-        name: _time_in(value) if name in _TIME_NAMES else value for name, value in fields.items()}, taken=True)
-
-
-def portable(failure: BaseException) -> BaseException:
-    """`failure` as it can cross to the serving process: itself if it pickles, else its text."""
-    try:
-        pickle.loads(pickle.dumps(failure))
-        return failure
-    except Exception:
-        return RuntimeError(f"{type(failure).__name__}: {failure}")
 
 
 # --- the serving process's side -----------------------------------------------------------------------
@@ -209,10 +152,6 @@ def _widen(end: int) -> None:
         fcntl.fcntl(end, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
     except (ImportError, AttributeError, OSError):  # not Linux, or over /proc/sys/fs/pipe-max-size: as it is
         pass
-
-
-def encode(message) -> bytes:
-    return pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
 
 
 class ProcessWriter(GroupWriter):
@@ -437,97 +376,3 @@ class ProcessWriter(GroupWriter):
         for _, batch, _, _ in lost:
             self._settle(batch)
         return len(lost)
-
-
-# --- the writer process's side ------------------------------------------------------------------------
-
-class _Feed:
-    """What the serving process sends, read batch by batch; a "forget" is done as it is met."""
-
-    def __init__(self, receiving: Connection, writer, failures: dict):
-        self.receiving = receiving
-        self.writer = writer
-        self.failures = failures
-        self.ended = False
-
-    def next_batch(self, *, wait: bool = True) -> Optional[tuple[int, list]]:
-        """The next batch (number, writes); None once the pipe has closed, or (not `wait`) if none has
-        arrived yet. Waiting past an idle linger, it gives its database connection back first, as a
-        writer thread does (`group_commit.IDLE_LINGER_S`)."""
-        if wait and not self.ended and not self.receiving.poll(IDLE_LINGER_S):
-            connections.close_all()
-        while not self.ended and (wait or self.receiving.poll(0)):
-            try:
-                message = pickle.loads(self.receiving.recv_bytes())
-            except (EOFError, OSError):
-                self.ended = True
-                break
-            if message[0] == "forget":
-                self.failures.pop(message[1], None)
-                self.writer.forget(message[1])
-            elif message[0] == "batch":
-                return message[1], [from_wire(item) for item in message[2]]
-        return None
-
-
-def serve(receiving: Connection, sending: Connection) -> None:
-    """Write the batches `receiving` brings until it closes, answering each on `sending`."""
-    from .batch_writer import BatchWriter
-
-    _, database = pickle.loads(receiving.recv_bytes())  # ("hello", the serving process's database)
-    connections[DEFAULT_DB_ALIAS].settings_dict.update(database)
-    sending.send_bytes(encode(("ready",)))
-    failures: dict[str, BaseException] = {}
-    writer = BatchWriter(failures)
-    feed = _Feed(receiving, writer, failures)
-    try:
-        while True:
-            upcoming = writer.take_upcoming()
-            if upcoming is not None:
-                number, writes, staged = upcoming.token, upcoming.writes, upcoming.staged
-            else:
-                taken = feed.next_batch()
-                if taken is None:
-                    return
-                (number, writes), staged = taken, None
-            results = []
-            for (session_id, _), outcome in writer.write(writes, lambda: feed.next_batch(wait=False),
-                                                         staged).items():
-                if outcome.failure is not None:
-                    failures[session_id] = outcome.failure
-                    results.append((session_id, portable(outcome.failure), ()))
-                else:
-                    results.append((session_id, None, _encoded(session_id, outcome.messages)))
-            sending.send_bytes(encode(("done", number, results)))
-    finally:
-        connections.close_all()
-
-
-def _encoded(session_id: str, messages: list) -> list:
-    """The changes of a committed part, encoded for the stream; none if they cannot be (its viewers find
-    the gap and read them from the database), rather than the writer process ending with the batch's
-    commits unanswered."""
-    from ...live.frames import encoded_runs
-    try:
-        return encoded_runs(messages)
-    except Exception:
-        log.exception("the changes of session %s could not be encoded for the live stream", session_id)
-        return []
-
-
-def main(argv: list[str]) -> None:
-    """The writer process (`CHILD_MAIN`, Django set up): `argv[1]` and `argv[2]`, the descriptors of the
-    pipes from and to the serving process."""
-    from openprogram_web.gc_tuning import tune_for_serving
-    tune_for_serving()
-    # Ctrl-C at a terminal (or a stop sent to the whole process group) reaches the writer process too: it
-    # goes on writing what it was sent and ends when its serving process does (its pipe closes).
-    for name in ("SIGINT", "SIGTERM"):
-        signal.signal(getattr(signal, name), signal.SIG_IGN)
-    threading.current_thread().name = "dag-writer-process"
-    name_native_thread()
-    try:
-        serve(Connection(int(argv[1]), writable=False), Connection(int(argv[2]), readable=False))
-    except (BrokenPipeError, EOFError):
-        pass  # the serving process ended: nothing is left to answer
-

@@ -21,7 +21,8 @@ from django.db import connection
 from dag.conf import conf
 from dag.models import Node, Session
 from dag.recording import write_path
-from dag.recording.write_path import group_commit, process_writer, sql, writer_process
+from dag.recording.write_path import (group_commit, process_writer, sql, writer_process, writer_process_main,
+                                      writer_wire)
 from dag.recording.write_path.batch_writes import NodeCreate, NodeFinish
 from dag.recording.write_path.writer_process import ProcessWriter, WriterProcessLost
 from tests.database_url import database_url
@@ -49,14 +50,14 @@ def test_a_write_crosses_the_pipe_whole(moment):
     node = sql.new_node(id=7, session_id="8c4bd3a0-8f2e-4a41-9a53-5fd0c5a2f3b1", parent_id=5, kind="code", name="step",
                         status="completed", input={"i": [1, 2.5, None]}, output=1.5, render_range={"callers": 2},
                         depth=2, started_at=moment, finished_at=moment)
-    create = writer_process.from_wire(pickle.loads(pickle.dumps(writer_process.to_wire(
+    create = writer_wire.from_wire(pickle.loads(pickle.dumps(writer_wire.to_wire(
         NodeCreate("s", "host:1", node)))))
     assert (create.session_id, create.lease) == ("s", "host:1")
-    assert {name: getattr(create.node, name) for name in writer_process._NODE_ATTNAMES} == {
-        name: getattr(node, name) for name in writer_process._NODE_ATTNAMES}
+    assert {name: getattr(create.node, name) for name in writer_wire._NODE_ATTNAMES} == {
+        name: getattr(node, name) for name in writer_wire._NODE_ATTNAMES}
     assert create.node.started_at is None or create.node.started_at.utcoffset() == moment.utcoffset()
     fields = {"status": "completed", "output": 2.5, "error": "", "finished_at": moment}  # a float stays one
-    finish = writer_process.from_wire(pickle.loads(pickle.dumps(writer_process.to_wire(
+    finish = writer_wire.from_wire(pickle.loads(pickle.dumps(writer_wire.to_wire(
         NodeFinish("s", None, 7, fields)))))
     assert (finish.session_id, finish.lease, finish.pk, finish.fields) == ("s", None, 7, fields)
 
@@ -218,7 +219,7 @@ def test_writes_queued_behind_a_lost_writer_process_are_not_made_for_the_session
 
 
 def test_a_full_queue_makes_writers_wait_and_drops_nothing():
-    with process_writer.use_writer(ProcessWriter(batch_ms=FOREVER_MS, batch_rows=3, capacity=3)) as writer:
+    with process_writer.use_writer(ProcessWriter(batch_ms=FOREVER_MS, batch_rows=3, capacity=3)):
         session = claimed_by("host:1")
         writes = write_path.RunWrites(session.pk, lease="host:1")
         nodes = [writes.create(kind="code", name=f"n{index}") for index in range(40)]
@@ -298,7 +299,7 @@ def test_a_writer_process_that_cannot_start_is_not_started_again_for_every_batch
     monkeypatch.setattr(writer_process, "RESTART_AFTER_S", 600)
     waits = []
     monkeypatch.setattr(writer_process, "_sleep", waits.append)  # the wait is recorded, not slept
-    with process_writer.use_writer(ProcessWriter(batch_rows=1)) as writer:
+    with process_writer.use_writer(ProcessWriter(batch_rows=1)):
         first, second = claimed_by("host-a:1"), claimed_by("host-b:2")
         writes = write_path.RunWrites(first.pk, lease="host-a:1")
         writes.create(kind="code", name="lost")
@@ -328,7 +329,7 @@ def test_changes_that_cannot_be_encoded_are_answered_as_none_and_logged(monkeypa
         raise ValueError("not encodable")
 
     monkeypatch.setattr(frames, "encoded_runs", broken)
-    assert writer_process._encoded("s", [{"type": "node", "rev": 1, "node": {}}]) == []
+    assert writer_process_main._encoded("s", [{"type": "node", "rev": 1, "node": {}}]) == []
     assert "could not be encoded" in caplog.text  # viewers find the gap and read the database
 
 
