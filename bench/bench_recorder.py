@@ -19,8 +19,9 @@ postgres://postgres@127.0.0.1:5432/postgres). Every figure records the same rows
   alike; each is the best of its rounds;
 - the ceiling: the runtime and `DjangoRecorder` with a writer that drops every write, i.e. the Python
   work of recording a call before any database work: no app can record faster than this;
-- before each figure and each round, the rows of what ran before are deleted and the maintenance they
-  call for is done (`settle`), so that every figure writes into tables of the same size;
+- before each figure and each round, the rows of what ran before are deleted (two runs recorded first
+  stay: a table is never empty) and the maintenance they call for is done (`settle`), so that every
+  figure writes into tables of the same size;
 - the CPU a call takes in the app (the server process, its writer process, PostgreSQL's processes, the
   client; from /proc) beside a row of the raw floor's, and how many of the machine's cores the app kept
   busy.
@@ -90,6 +91,7 @@ def measure(database_url: str, var_dir: str) -> dict:
     call_command("migrate", verbosity=0)
     owner = get_user_model().objects.create_user(f"bench-{uuid.uuid4().hex[:8]}", password="bench-password-1")
     from dag.recording.write_path import group_commit
+    record_baseline(owner)
     figures = {"batch_rows": group_commit.GroupWriter().batch_rows,
                "no_database": no_database_rate(owner, CALLS)}
     settle()
@@ -103,19 +105,40 @@ def measure(database_url: str, var_dir: str) -> dict:
     return figures
 
 
+# Sessions recorded before every figure and kept through them all (`record_baseline`).
+BASELINE_SESSIONS = 2
+_baseline: list = []
+
+
+def record_baseline(owner) -> None:
+    """A table that is never empty, as a deployment's is not: BASELINE_SESSIONS runs of slow_count recorded
+    first and kept. Emptied, PostgreSQL's statistics would say so, and a foreign key check planned then
+    (its plan is kept by the connection) would read the whole table for each row as it grew."""
+    from dag.recording import write_path
+    for index in range(BASELINE_SESSIONS):
+        session = write_path.claim_session(write_path.queue_session(owner, function="slow_count").pk,
+                                           worker=f"bench:baseline-{index}")
+        recorded_slow_count(session, CALLS)
+        write_path.finish_session(session.pk, "completed", lease=session.worker)
+        _baseline.append(session.pk)
+
+
 def settle() -> None:
     """Before each figure (and each round of the app and the floors), the same start: the rows of what
-    ran before deleted, so every figure writes into tables of the same size, and then the maintenance
-    those rows called for, done here, outside every timing, so that it cannot land in a later figure's:
-    on PostgreSQL the vacuum and analyze that autovacuum would run whenever its next round comes (its
-    workers' CPU would count as the app's database's), on SQLite the checkpoint of the write-ahead log."""
+    ran before deleted (the baseline's kept), so every figure writes into tables of the same size, and
+    then the maintenance those rows called for, done here, outside every timing, so that it cannot land
+    in a later figure's: on PostgreSQL the vacuum and analyze that autovacuum would run whenever its next
+    round comes (its workers' CPU would count as the app's database's), on SQLite the checkpoint of the
+    write-ahead log."""
     from django.db import connection
 
     from dag.models import Node, Session
 
     with connection.cursor() as cursor:
-        for model in (Node, Session):  # the throwaway database holds only what the bench recorded
-            cursor.execute(f"DELETE FROM {connection.ops.quote_name(model._meta.db_table)}")
+        keys = [Session._meta.pk.get_db_prep_value(pk, connection) for pk in _baseline]
+        for model, column in ((Node, "session_id"), (Session, "id")):  # the throwaway database: only the bench's
+            kept = f" WHERE {connection.ops.quote_name(column)} NOT IN ({', '.join(['%s'] * len(keys))})" if keys else ""
+            cursor.execute(f"DELETE FROM {connection.ops.quote_name(model._meta.db_table)}{kept}", keys)
         if connection.vendor == "postgresql":
             cursor.execute("VACUUM ANALYZE")
         elif connection.vendor == "sqlite":
