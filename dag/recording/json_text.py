@@ -57,6 +57,8 @@ def _with_fallback(fast: Callable[[Any], str] | None, slow: Callable[[Any], str]
 
 # `json.dumps(value)`: what Django's JSONField stores ("a": 1, spaces after separators, ASCII).
 dumps = _with_fallback(_c_encoder(default=_refuse, separators=(", ", ": ")), json.dumps)
+
+
 def _as_standard(value: Any) -> Any:
     """`default` of the stream's encoders: a float or tuple subclass (which orjson hands here, and the
     standard encoder writes as a number or a list) as the standard encoder writes it; anything else

@@ -76,6 +76,18 @@ def claimed_by(worker: str) -> Session:
     return session
 
 
+def written_off_beside_another() -> tuple:
+    """Two claimed runs: one written off (its session ended `interrupted`, as the reaper would) that then
+    queues a write ("late"), and another that queues one ("survivor"). Returns (the written-off session,
+    its run's writes, the other session, its run's writes, its node)."""
+    fenced, other = claimed_by("host-a:1"), claimed_by("host-b:2")
+    fenced_writes = write_path.RunWrites(fenced.pk, lease="host-a:1")
+    other_writes = write_path.RunWrites(other.pk, lease="host-b:2")
+    write_path.finish_session(fenced.pk, "interrupted", error="written off")
+    fenced_writes.create(kind="code", name="late")
+    return fenced, fenced_writes, other, other_writes, other_writes.create(kind="code", name="survivor")
+
+
 def write_waiting_for_room(writer, writes, name: str) -> threading.Thread:
     """A thread that creates node `name` through `writes` (a `RunWrites`), returned once that write
     waits for room in `writer`'s full queue; the thread ends when the write has gone in."""

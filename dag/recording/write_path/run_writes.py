@@ -8,7 +8,8 @@ browser. A client-side scheme (UUIDs, process-tagged numbers) would have changed
 made ids useless as an order. Blocks grow fourfold from `FIRST_BLOCK` to `LARGEST_BLOCK` ids as a run
 writes more, so a short run reserves few and a long one one query per sixteen thousand calls (a
 reservation waits its turn behind the writer's batch for SQLite's write lock, and takes the database
-a millisecond for a thousand ids on PostgreSQL); ids left in a block when the run ends are never used. `seq` and `rev` are given by the writer, under the session's lock.
+a millisecond for a thousand ids on PostgreSQL); ids left in a block when the run ends are never used.
+`seq` and `rev` are given by the writer, under the session's lock.
 
 Inside a transaction around the run (a test's), writes are made at once, in it, as one transaction
 each (`nodes.create_node`, `nodes.finish_node`): the writer's connection could not see that

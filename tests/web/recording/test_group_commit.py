@@ -26,7 +26,7 @@ from runtime import CancelledError, agentic_function, use_recorder
 from tests.database_url import database_url
 
 from ..dag_helpers import (answer_from_a_fork, claimed_by, new_session, parent, recording, visible_context,
-                           write_waiting_for_room)
+                           write_waiting_for_room, written_off_beside_another)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -130,12 +130,7 @@ def test_when_why_a_part_was_refused_cannot_be_read_the_rest_of_the_batch_is_sti
         raise OperationalError("database is locked")
     monkeypatch.setattr(batch_writer, "refusal", unreadable)
     with process_writer.use_writer(group_commit.GroupWriter(batch_ms=FOREVER_MS)) as writer:
-        fenced, other = claimed_by("host-a:1"), claimed_by("host-b:2")
-        fenced_writes = write_path.RunWrites(fenced.pk, lease="host-a:1")
-        other_writes = write_path.RunWrites(other.pk, lease="host-b:2")
-        write_path.finish_session(fenced.pk, "interrupted", error="written off")
-        fenced_writes.create(kind="code", name="late")
-        survivor = other_writes.create(kind="code", name="survivor")
+        fenced, fenced_writes, other, other_writes, survivor = written_off_beside_another()
         with pytest.raises(write_path.WriteRefused, match="why could not be read"):
             fenced_writes.flush()  # the run still learns it was refused, and stops
         assert writer.flush(other.pk) is None

@@ -27,7 +27,8 @@ from dag.recording.write_path.batch_writes import NodeCreate, NodeFinish
 from dag.recording.write_path.writer_process import ProcessWriter, WriterProcessLost
 from tests.database_url import database_url
 
-from ..dag_helpers import answer_from_a_fork, claimed_by, new_session, parent, recording
+from ..dag_helpers import (answer_from_a_fork, claimed_by, new_session, parent, recording,
+                           written_off_beside_another)
 from ..launch_helpers import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -40,6 +41,10 @@ FOREVER_MS = 600_000  # a batch goes when it is full or flushed, never by its wi
 def writer():
     with process_writer.use_writer(ProcessWriter(batch_rows=25)) as writer:
         yield writer
+
+
+def node_ids_by_seq(session) -> list[int]:
+    return list(Node.objects.filter(session=session).order_by("seq").values_list("id", flat=True))
 
 
 @pytest.mark.parametrize("moment", [datetime(2026, 12, 6, 17, 0, 0, 999999, tzinfo=timezone.utc),
@@ -87,17 +92,12 @@ def test_a_flush_returns_once_the_writer_process_has_committed(writer):
     writes = write_path.RunWrites(session.pk, lease="host:1")
     nodes = [writes.create(kind="code", name=f"n{index}") for index in range(7)]
     writes.flush()
-    assert list(Node.objects.filter(session=session).order_by("seq").values_list("id", flat=True)) == [
+    assert node_ids_by_seq(session) == [
         node.pk for node in nodes]
 
 
 def test_a_fenced_runs_writes_are_refused_and_it_learns_why_at_its_next_write(writer):
-    fenced, other = claimed_by("host-a:1"), claimed_by("host-b:2")
-    fenced_writes = write_path.RunWrites(fenced.pk, lease="host-a:1")
-    other_writes = write_path.RunWrites(other.pk, lease="host-b:2")
-    write_path.finish_session(fenced.pk, "interrupted", error="written off")
-    fenced_writes.create(kind="code", name="late")
-    survivor = other_writes.create(kind="code", name="survivor")
+    fenced, fenced_writes, other, other_writes, survivor = written_off_beside_another()
     with pytest.raises(write_path.WriteRefused, match="it has ended interrupted"):
         fenced_writes.flush()  # the refusal crossed the pipe as what it is: the run stops, cancelled
     with pytest.raises(write_path.WriteRefused):
@@ -224,7 +224,7 @@ def test_a_full_queue_makes_writers_wait_and_drops_nothing():
         writes = write_path.RunWrites(session.pk, lease="host:1")
         nodes = [writes.create(kind="code", name=f"n{index}") for index in range(40)]
         writes.flush()
-    assert list(Node.objects.filter(session=session).order_by("seq").values_list("id", flat=True)) == [
+    assert node_ids_by_seq(session) == [
         node.pk for node in nodes]
 
 
