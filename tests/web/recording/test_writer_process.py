@@ -43,8 +43,13 @@ def writer():
         yield writer
 
 
-def node_ids_by_seq(session) -> list[int]:
-    return list(Node.objects.filter(session=session).order_by("seq").values_list("id", flat=True))
+def created_flushed_and_stored(count: int) -> tuple[list[int], list[int]]:
+    """`count` nodes created by one run and flushed: their ids as created, and as stored, by seq."""
+    session = claimed_by("host:1")
+    writes = write_path.RunWrites(session.pk, lease="host:1")
+    created = [writes.create(kind="code", name=f"n{index}").pk for index in range(count)]
+    writes.flush()
+    return created, list(Node.objects.filter(session=session).order_by("seq").values_list("id", flat=True))
 
 
 @pytest.mark.parametrize("moment", [datetime(2026, 12, 6, 17, 0, 0, 999999, tzinfo=timezone.utc),
@@ -88,12 +93,8 @@ def test_a_run_recorded_through_a_writer_process_is_written_whole_in_order_and_p
 
 
 def test_a_flush_returns_once_the_writer_process_has_committed(writer):
-    session = claimed_by("host:1")
-    writes = write_path.RunWrites(session.pk, lease="host:1")
-    nodes = [writes.create(kind="code", name=f"n{index}") for index in range(7)]
-    writes.flush()
-    assert node_ids_by_seq(session) == [
-        node.pk for node in nodes]
+    created, stored = created_flushed_and_stored(7)
+    assert stored == created
 
 
 def test_a_fenced_runs_writes_are_refused_and_it_learns_why_at_its_next_write(writer):
@@ -220,12 +221,8 @@ def test_writes_queued_behind_a_lost_writer_process_are_not_made_for_the_session
 
 def test_a_full_queue_makes_writers_wait_and_drops_nothing():
     with process_writer.use_writer(ProcessWriter(batch_ms=FOREVER_MS, batch_rows=3, capacity=3)):
-        session = claimed_by("host:1")
-        writes = write_path.RunWrites(session.pk, lease="host:1")
-        nodes = [writes.create(kind="code", name=f"n{index}") for index in range(40)]
-        writes.flush()
-    assert node_ids_by_seq(session) == [
-        node.pk for node in nodes]
+        created, stored = created_flushed_and_stored(40)
+    assert stored == created
 
 
 def _pid_ended(pid: int) -> bool:
