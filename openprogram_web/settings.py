@@ -141,6 +141,23 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 elif DATABASES["default"].get("NAME"):
     # Two test runs at once on one server would otherwise both claim "test_<name>".
     DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{os.getpid()}"}
+DB_POOL_SIZE = env_number("OPENPROGRAM_DB_POOL_SIZE", 50, maximum=1000)
+DB_POOL_IDLE_S = env_number("OPENPROGRAM_DB_POOL_IDLE_S", 60.0, float, maximum=86_400)
+DB_POOL_TIMEOUT_S = env_number("OPENPROGRAM_DB_POOL_TIMEOUT_S", 30.0, float, maximum=3_600)
+if DB_POOL_IDLE_S <= 0:  # the pool looks for an idle connection to close this often: 0 would never rest
+    raise ImproperlyConfigured("OPENPROGRAM_DB_POOL_IDLE_S must be a number above 0 (seconds); "
+                               f"got {os.environ['OPENPROGRAM_DB_POOL_IDLE_S']!r}")
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DB_POOL_SIZE:
+    # A pool of connections per process (Django's, psycopg_pool): a request, a websocket's read or a run
+    # takes a connection already open instead of opening one (3-15 ms each here, and a backend's start-up
+    # CPU on the database: nine of them for every run launched and watched). Opened as they are needed
+    # (none at start), one idle connection closed every DB_POOL_IDLE_S, so a quiet process ends up holding
+    # none; each is checked when taken, so one that the server closed is replaced, not handed out. Past
+    # DB_POOL_SIZE at once, the next waits for one to come back (at most DB_POOL_TIMEOUT_S, then the error
+    # says the pool is exhausted).
+    DATABASES["default"]["OPTIONS"] = {**DATABASES["default"].get("OPTIONS", {}), "pool": {
+        "min_size": 0, "max_size": DB_POOL_SIZE, "max_idle": DB_POOL_IDLE_S, "timeout": DB_POOL_TIMEOUT_S}}
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- channels ---------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ def test_every_setting_read_from_the_environment_is_in_the_readme_table():
     import re
 
     source = (ROOT / "openprogram_web" / "settings.py").read_text()
-    read = set(re.findall(r"""(?:environ\.get|environ\[|env_bool|env_list|env_int)\(?\s*["']([A-Z][A-Z0-9_]+)["']""",
+    read = set(re.findall(r"""(?:environ\.get|environ\[|env_bool|env_list|env_number)\(?\s*["']([A-Z][A-Z0-9_]+)["']""",
                           source))
     readme = (ROOT / "README.md").read_text()
     table = readme.split("| variable | default | meaning |", 1)[1].split("\n\n", 1)[0]
@@ -62,3 +62,40 @@ def test_a_negative_or_endless_number_of_the_settings_is_named(tmp_path):
         tmp_path, OPENPROGRAM_NUM_PROXIES="-1")
     assert "OPENPROGRAM_HSTS_SECONDS must be a whole number of 0 or more; got '-5'" in settings_error(
         tmp_path, HTTPS="on", OPENPROGRAM_HSTS_SECONDS="-5")
+
+
+def database_options(tmp_path, **env) -> dict:
+    """The default database's OPTIONS and CONN_HEALTH_CHECKS as the settings decide them with `env`."""
+    import json
+    code = ("import json; from openprogram_web import settings as s; d = s.DATABASES['default']; "
+            "print(json.dumps({'options': d.get('OPTIONS', {}), 'checks': d.get('CONN_HEALTH_CHECKS', False)}))")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OPENPROGRAM_DB_POOL")}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                         env={**clean, "OPENPROGRAM_VAR_DIR": str(tmp_path / "var"), **env}).stdout
+    return json.loads(out)
+
+
+POSTGRES = "postgres://someone@db.example:5432/openprogram"  # never connected to: settings only
+
+
+def test_postgresql_connections_come_from_a_pool_that_opens_them_as_needed_and_checks_them(tmp_path):
+    decided = database_options(tmp_path, DATABASE_URL=POSTGRES)
+    assert decided["options"]["pool"] == {"min_size": 0, "max_size": 50, "max_idle": 60.0, "timeout": 30.0}
+    assert decided["checks"] is True  # a connection the server closed is replaced when taken, not handed out
+    sized = database_options(tmp_path, DATABASE_URL=POSTGRES, OPENPROGRAM_DB_POOL_SIZE="7",
+                             OPENPROGRAM_DB_POOL_IDLE_S="2.5", OPENPROGRAM_DB_POOL_TIMEOUT_S="4")
+    assert sized["options"]["pool"] == {"min_size": 0, "max_size": 7, "max_idle": 2.5, "timeout": 4.0}
+
+
+def test_a_pool_size_of_0_opens_a_connection_each_time_and_sqlite_has_no_pool(tmp_path):
+    assert "pool" not in database_options(tmp_path, DATABASE_URL=POSTGRES, OPENPROGRAM_DB_POOL_SIZE="0")["options"]
+    assert "pool" not in database_options(tmp_path, DATABASE_URL="")["options"]
+
+
+def test_a_wrong_pool_setting_is_named_with_what_is_allowed(tmp_path):
+    error = settings_error(tmp_path, DATABASE_URL=POSTGRES, OPENPROGRAM_DB_POOL_SIZE="many")
+    assert "OPENPROGRAM_DB_POOL_SIZE must be a whole number from 0 to 1000; got 'many'" in error
+    error = settings_error(tmp_path, DATABASE_URL=POSTGRES, OPENPROGRAM_DB_POOL_IDLE_S="0")
+    assert "OPENPROGRAM_DB_POOL_IDLE_S must be a number above 0 (seconds); got '0'" in error
+    error = settings_error(tmp_path, DATABASE_URL=POSTGRES, OPENPROGRAM_DB_POOL_TIMEOUT_S="-1")
+    assert "OPENPROGRAM_DB_POOL_TIMEOUT_S must be a number from 0 to 3600; got '-1'" in error

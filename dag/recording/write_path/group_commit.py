@@ -53,8 +53,9 @@ from .batch_writes import NodeCreate, NumberedBatch, Outcome, apply
 
 log = logging.getLogger(__name__)
 
-# An idle writer gives its database connection back this long after its last batch: PostgreSQL keeps
-# no idle connection of a quiet process (nor one that stops a test database from being dropped).
+# An idle writer gives its database connection back this long after its last batch (closed, or to the
+# process's pool, which closes what stays idle): PostgreSQL keeps no idle connection of a quiet process
+# (nor one that stops a test database from being dropped).
 IDLE_LINGER_S = 0.05
 # Writes per batch when OPENPROGRAM_WRITE_BATCH_ROWS is 0 (its default), by database. A backlogged
 # writer takes full batches, so a write waits about two batch times to be committed and published:

@@ -53,6 +53,10 @@ def serve(receiving: Connection, sending: Connection) -> None:
     from .batch_writer import BatchWriter
 
     _, database = pickle.loads(receiving.recv_bytes())  # ("hello", the serving process's database)
+    # One connection, given back whenever the process idles (`_Feed.next_batch`): a pool would keep it
+    # open instead, and nothing else here would take it.
+    database = {**database, "OPTIONS": {name: value for name, value in database.get("OPTIONS", {}).items()
+                                        if name != "pool"}}
     connections[DEFAULT_DB_ALIAS].settings_dict.update(database)
     sending.send_bytes(encode(("ready",)))
     failures: dict[str, BaseException] = {}

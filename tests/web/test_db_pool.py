@@ -1,0 +1,54 @@
+"""PostgreSQL's connection pool (settings: OPENPROGRAM_DB_POOL_SIZE): a connection given back is taken
+again, not reopened, and one the server closed meanwhile is replaced, not handed out."""
+import threading
+
+import pytest
+from django.db import connection
+
+from .launch_helpers import wait_for
+
+pytestmark = [pytest.mark.django_db(transaction=True),
+              pytest.mark.skipif("connection.vendor != 'postgresql'", reason="the pool is PostgreSQL's")]
+
+
+def in_a_thread(work):
+    """What `work()` returns, run in a thread of its own (its own Django connection, given back after)."""
+    answer = []
+
+    def run():
+        try:
+            answer.append(work())
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    return answer[0]
+
+
+def backend_pid() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return cursor.fetchone()[0]
+
+
+def backend_alive(pid: int) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")  # else a transaction reads the same view each time
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [pid])
+        return cursor.fetchone()[0] > 0
+
+
+def test_a_connection_given_back_is_taken_again_not_reopened():
+    first = in_a_thread(backend_pid)
+    assert in_a_thread(backend_pid) == first  # one backend started, not two
+
+
+def test_a_pooled_connection_the_server_closed_is_replaced_when_taken():
+    pooled = in_a_thread(backend_pid)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [pooled])
+    wait_for(lambda: not backend_alive(pooled), 60, "the terminated backend to end")
+    replaced = in_a_thread(backend_pid)  # without the check when taken, this query would fail
+    assert replaced != pooled
