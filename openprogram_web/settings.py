@@ -143,7 +143,7 @@ elif DATABASES["default"].get("NAME"):
     DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{os.getpid()}"}
 DB_POOL_SIZE = env_number("OPENPROGRAM_DB_POOL_SIZE", 50, maximum=1000)
 DB_POOL_IDLE_S = env_number("OPENPROGRAM_DB_POOL_IDLE_S", 60.0, float, maximum=86_400)
-DB_POOL_TIMEOUT_S = env_number("OPENPROGRAM_DB_POOL_TIMEOUT_S", 30.0, float, maximum=3_600)
+DB_POOL_TIMEOUT_S = env_number("OPENPROGRAM_DB_POOL_TIMEOUT_S", 10.0, float, maximum=3_600)
 if DB_POOL_IDLE_S <= 0:  # the pool looks for an idle connection to close this often: 0 would never rest
     raise ImproperlyConfigured("OPENPROGRAM_DB_POOL_IDLE_S must be a number above 0 (seconds); "
                                f"got {os.environ['OPENPROGRAM_DB_POOL_IDLE_S']!r}")
@@ -152,9 +152,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DB_POOL
     # takes a connection already open instead of opening one (3-15 ms each here, and a backend's start-up
     # CPU on the database: nine of them for every run launched and watched). Opened as they are needed
     # (none at start), one idle connection closed every DB_POOL_IDLE_S, so a quiet process ends up holding
-    # none; each is checked when taken, so one that the server closed is replaced, not handed out. Past
-    # DB_POOL_SIZE at once, the next waits for one to come back (at most DB_POOL_TIMEOUT_S, then the error
-    # says the pool is exhausted).
+    # none; each is checked when taken, so one that the server closed is replaced, not handed out. A
+    # request that finds none free waits up to DB_POOL_TIMEOUT_S, for one to come back (past DB_POOL_SIZE
+    # at once) or to be opened: while PostgreSQL cannot be reached the pool retries in the background
+    # (a restart shorter than the wait is waited out), logs why each attempt failed (logger psycopg.pool),
+    # and the request fails when the wait ends.
     DATABASES["default"]["OPTIONS"] = {**DATABASES["default"].get("OPTIONS", {}), "pool": {
         "min_size": 0, "max_size": DB_POOL_SIZE, "max_idle": DB_POOL_IDLE_S, "timeout": DB_POOL_TIMEOUT_S}}
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True

@@ -52,3 +52,26 @@ def test_a_pooled_connection_the_server_closed_is_replaced_when_taken():
     wait_for(lambda: not backend_alive(pooled), 60, "the terminated backend to end")
     replaced = in_a_thread(backend_pid)  # without the check when taken, this query would fail
     assert replaced != pooled
+
+
+def test_a_database_that_cannot_be_reached_fails_the_request_when_the_wait_ends_and_the_log_says_why():
+    """The pool connects in the background and retries, so the caller's error is the wait's end; the
+    reason (here: no such database) is in the log, not lost."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from urllib.parse import urlsplit
+
+    url = urlsplit(os.environ["DATABASE_URL"])._replace(path="/no_such_database_of_openprogram").geturl()
+    code = ("import django; django.setup()\n"
+            "from django.db import connection\n"
+            "try:\n    connection.ensure_connection()\nexcept Exception as exc:\n"
+            "    print(type(exc).__name__, exc)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], timeout=120,
+                          capture_output=True, text=True,
+                          env={**os.environ, "DATABASE_URL": url, "OPENPROGRAM_DB_POOL_TIMEOUT_S": "1",
+                               "DJANGO_SETTINGS_MODULE": "openprogram_web.settings"})
+    assert done.stdout.strip() == "OperationalError couldn't get a connection after 1.00 sec"
+    assert 'database "no_such_database_of_openprogram" does not exist' in done.stderr
