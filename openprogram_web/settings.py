@@ -32,20 +32,25 @@ def env_bool(name: str, default: bool) -> bool:
         raise ImproperlyConfigured(str(exc)) from None
 
 
-def env_number(name: str, default, kind=int, *, maximum=None, allowed: str = ""):
-    """A number from 0 to `maximum` (None: any) from the environment (unset or blank: `default`); a wrong
-    one is named, saying what is `allowed` (by default, the kind of number and its range)."""
+def env_number(name: str, default, kind=int, *, maximum=None, positive: bool = False, allowed: str = ""):
+    """A number from 0 (above 0 if `positive`) to `maximum` (None: any) from the environment (unset or
+    blank: `default`); a wrong one is named, saying what is `allowed` (by default, the kind of number and
+    its range)."""
     value = os.environ.get(name, "").strip()
     if not value:
         return default
     kind_text = "a whole number" if kind is int else "a number"
-    allowed = allowed or (f"{kind_text} of 0 or more" if maximum is None else f"{kind_text} from 0 to {maximum}")
+    if not allowed:
+        lowest = "above 0" if positive else "of 0 or more"
+        allowed = (f"{kind_text} {lowest}" if maximum is None else
+                   f"{kind_text} above 0 and at most {maximum}" if positive else f"{kind_text} from 0 to {maximum}")
     try:
         number = kind(value)
     except ValueError:
         raise ImproperlyConfigured(f"{name} must be {allowed}; got {value!r}") from None
     # NaN passes no comparison, so it is refused with the others.
-    if not (math.isfinite(number) and number >= 0 and (maximum is None or number <= maximum)):
+    if not (math.isfinite(number) and (number > 0 if positive else number >= 0)
+            and (maximum is None or number <= maximum)):
         raise ImproperlyConfigured(f"{name} must be {allowed}; got {value!r}")
     return number
 
@@ -142,11 +147,10 @@ elif DATABASES["default"].get("NAME"):
     # Two test runs at once on one server would otherwise both claim "test_<name>".
     DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{os.getpid()}"}
 DB_POOL_SIZE = env_number("OPENPROGRAM_DB_POOL_SIZE", 50, maximum=1000)
-DB_POOL_IDLE_S = env_number("OPENPROGRAM_DB_POOL_IDLE_S", 60.0, float, maximum=86_400)
-DB_POOL_TIMEOUT_S = env_number("OPENPROGRAM_DB_POOL_TIMEOUT_S", 10.0, float, maximum=3_600)
-if DB_POOL_IDLE_S <= 0:  # the pool looks for an idle connection to close this often: 0 would never rest
-    raise ImproperlyConfigured("OPENPROGRAM_DB_POOL_IDLE_S must be a number above 0 (seconds); "
-                               f"got {os.environ['OPENPROGRAM_DB_POOL_IDLE_S']!r}")
+# Both above 0: the pool looks for an idle connection to close every IDLE_S (0 would never rest), and a
+# request waits TIMEOUT_S for a connection the pool opens in the background (0 would fail every first one).
+DB_POOL_IDLE_S = env_number("OPENPROGRAM_DB_POOL_IDLE_S", 60.0, float, maximum=86_400, positive=True)
+DB_POOL_TIMEOUT_S = env_number("OPENPROGRAM_DB_POOL_TIMEOUT_S", 10.0, float, maximum=3_600, positive=True)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DB_POOL_SIZE:
     # A pool of connections per process (Django's, psycopg_pool): a request, a websocket's read or a run
     # takes a connection already open instead of opening one (3-15 ms each here, and a backend's start-up

@@ -1,6 +1,12 @@
 """PostgreSQL's connection pool (settings: OPENPROGRAM_DB_POOL_SIZE): a connection given back is taken
-again, not reopened, and one the server closed meanwhile is replaced, not handed out."""
+again, not reopened; one the server closed meanwhile is replaced, not handed out; and a database that
+cannot be reached fails a request when its wait ends, the reason logged."""
+import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from django.db import connection
@@ -57,13 +63,6 @@ def test_a_pooled_connection_the_server_closed_is_replaced_when_taken():
 def test_a_database_that_cannot_be_reached_fails_the_request_when_the_wait_ends_and_the_log_says_why():
     """The pool connects in the background and retries, so the caller's error is the wait's end; the
     reason (here: no such database) is in the log, not lost."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    from urllib.parse import urlsplit
-
     url = urlsplit(os.environ["DATABASE_URL"])._replace(path="/no_such_database_of_openprogram").geturl()
     code = ("import django; django.setup()\n"
             "from django.db import connection\n"
