@@ -171,6 +171,15 @@ class Settings:
         setattr(self, name, value)  # found on the instance from now on: __getattr__ is not called again
         return value
 
+    def pause_s(self, name: str) -> float:
+        """The seconds setting `name` for a daemon thread's pause between rounds, or its default while the
+        setting is invalid: the start-up check (dag.E003) refuses an invalid value, so only a change made
+        while the process runs (a test's) meets one, and it must not end the reaper or the heartbeat."""
+        try:
+            return getattr(self, name)
+        except ImproperlyConfigured:
+            return DEFAULTS[name]
+
     def reload(self) -> None:
         for name in (*DEFAULTS, *DERIVED):
             self.__dict__.pop(name, None)

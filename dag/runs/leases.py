@@ -118,7 +118,7 @@ class Leases:
 
     def _run(self) -> None:
         while True:
-            time.sleep(conf.HEARTBEAT_S)
+            time.sleep(conf.pause_s("HEARTBEAT_S"))
             try:
                 self.beat()
                 if not self.sessions:

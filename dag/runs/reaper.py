@@ -97,7 +97,7 @@ def start() -> None:
 
 def _run() -> None:
     while True:
-        time.sleep(max(conf.LEASE_S / 2, 0.1))
+        time.sleep(max(conf.pause_s("LEASE_S") / 2, 0.1))
         try:
             reap()
             stop.finish_overdue_cancellations()  # the other kind of session no run will finish

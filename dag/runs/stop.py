@@ -128,7 +128,7 @@ def _watch_flags() -> None:
     """Signal this process's runs whose stop was requested elsewhere; exits when none is active."""
     try:
         while True:
-            time.sleep(conf.STOP_POLL_S)
+            time.sleep(conf.pause_s("STOP_POLL_S"))
             with _active_lock:
                 pending = {sid: sig for sid, sig in _active.items() if not sig.is_set}
                 if not _active:

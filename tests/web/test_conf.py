@@ -36,6 +36,17 @@ def test_a_changed_setting_is_read_again(settings):
     assert conf.WS_HEARTBEAT_S == 2.5
 
 
+def test_a_daemon_threads_pause_is_the_setting_or_while_it_is_invalid_the_default(settings):
+    settings.OPENPROGRAM_STOP_POLL_S = "0.5"
+    settings.OPENPROGRAM_LEASE_S = "20"
+    assert (conf.pause_s("STOP_POLL_S"), conf.pause_s("LEASE_S")) == (0.5, 20.0)
+    settings.OPENPROGRAM_STOP_POLL_S = "soon"
+    settings.OPENPROGRAM_LEASE_S = "inf"
+    assert (conf.pause_s("STOP_POLL_S"), conf.pause_s("LEASE_S")) == (DEFAULTS["STOP_POLL_S"], DEFAULTS["LEASE_S"])
+    with pytest.raises(ImproperlyConfigured):  # read anywhere else, the invalid value is still an error
+        conf.STOP_POLL_S
+
+
 def test_the_channel_layer_kind_follows_channel_layers(settings):
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     assert conf.IN_MEMORY_LAYER is True

@@ -153,3 +153,39 @@ def test_the_heartbeat_renews_only_the_sessions_the_process_runs():
     assert orphan.pk in reaped and running.pk not in reaped
     assert Session.objects.get(pk=running.pk).status == Session.Status.RUNNING
     assert Session.objects.get(pk=orphan.pk).status == Session.Status.INTERRUPTED
+
+
+# The test ends its heartbeat thread by raising SystemExit in it, which pytest reports as a thread's exception.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_the_heartbeat_outlives_a_setting_made_invalid_while_it_runs(settings):
+    """The start-up check refuses an invalid OPENPROGRAM_HEARTBEAT_S; one set while the process runs (a
+    test's) pauses the heartbeat for the default interval instead of ending its thread, which would leave
+    every lease of the process to expire."""
+    from dag.conf import DEFAULTS, conf
+
+    from ..launch_helpers import wait_for
+
+    settings.OPENPROGRAM_HEARTBEAT_S = "0.1"
+    beats, ending = [], []
+
+    def beat() -> set:
+        if ending:
+            raise SystemExit  # ends the thread, past the loop's `except Exception`
+        beats.append(True)
+        return set()
+
+    holder = leases.Leases()
+    holder.beat = beat  # no database: the test counts the rounds
+    holder._thread.ensure()
+    try:
+        wait_for(lambda: beats, 60, "a first beat")
+        settings.OPENPROGRAM_HEARTBEAT_S = "0"  # below the minimum: refused at start-up
+        assert conf.pause_s("HEARTBEAT_S") == DEFAULTS["HEARTBEAT_S"]
+        seen = len(beats)
+        # The thread reads the invalid value for its next pause; it beats again after the default one.
+        wait_for(lambda: len(beats) > seen + 1, 60, "a beat after the setting turned invalid")
+        assert holder._thread._thread.is_alive()
+    finally:
+        ending.append(True)
+        settings.OPENPROGRAM_HEARTBEAT_S = "0.1"
+        holder._thread._thread.join(60)  # ended here, so that its SystemExit is this test's
