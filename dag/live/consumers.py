@@ -57,7 +57,7 @@ from ..models import Node, Session
 from ..recording import clock
 from ..runs.leases import worker_id
 from . import broadcast
-from .frames import RUN_SEPARATOR, run_after, run_changes_session, run_frames, snapshot_frames
+from .frames import run_after, run_changes_session, run_frames, runs_of, snapshot_frames
 from .layer_outage import ClosesOnLayerOutage
 from .login_check import CLOSE_RECONNECT, EndsWithItsLogin, login_still_holds
 from .node_rows import node_dicts
@@ -257,15 +257,8 @@ class SessionConsumer(LimitedPerUser, EndsWithItsLogin, ClosesOnLayerOutage, Asy
     async def _forward_listed(self, event) -> None:
         """Changes in the former layer format, `{"revs": [...], "items": [...]}`: the new ones forwarded
         as the runs they make (a rolling deploy has servers of both kinds for a while)."""
-        pairs = sorted(zip(event["revs"], event["items"]), key=lambda pair: pair[0])
-        runs: list[tuple[int, int, list[str]]] = []
-        for rev, encoded in pairs:
-            if runs and rev == runs[-1][1] + 1:
-                runs[-1] = (runs[-1][0], rev, [*runs[-1][2], encoded])
-            else:
-                runs.append((rev, rev, [encoded]))
-        for first, last, items in runs:
-            if not await self._forward_run(first, last, RUN_SEPARATOR.join(items)):
+        for first, last, joined in runs_of(sorted(zip(event["revs"], event["items"]), key=lambda pair: pair[0])):
+            if not await self._forward_run(first, last, joined):
                 return
 
     async def _still_owned(self) -> bool:

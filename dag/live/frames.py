@@ -135,17 +135,23 @@ RUN_SEPARATOR = "\n"
 def encoded_runs(items: list[dict]) -> list[tuple[int, int, str]]:
     """Live changes (each with its "rev") as (first rev, last rev, the changes encoded and joined) runs
     of contiguous revisions, in rev order."""
+    # Already in order when one batch of one writer made them.
+    return runs_of((_rev(item), encode_item(item)) for item in sorted(items, key=_rev))
+
+
+def runs_of(changes) -> list[tuple[int, int, str]]:
+    """(rev, encoded change) pairs, in rev order, as (first rev, last rev, joined) runs of contiguous
+    revisions."""
     runs: list[tuple[int, int, str]] = []
     encoded: list[str] = []
     first = last = 0
-    for item in sorted(items, key=_rev):  # already in order when one batch of one writer made them
-        rev = _rev(item)
+    for rev, text in changes:
         if encoded and rev != last + 1:
             runs.append((first, last, RUN_SEPARATOR.join(encoded)))
             encoded = []
         if not encoded:
             first = rev
-        encoded.append(encode_item(item))
+        encoded.append(text)
         last = rev
     if encoded:
         runs.append((first, last, RUN_SEPARATOR.join(encoded)))
