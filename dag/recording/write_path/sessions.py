@@ -10,6 +10,7 @@ and reports False (or None), so a stop's `cancelled` is never overwritten by a l
 """
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import Any, Callable, Iterable, Optional
 
@@ -25,6 +26,8 @@ from .process_writer import flush_session, session_ended
 from .nodes import close_open_nodes_in
 from .revision import WriteRefused, advance, publish_after_commit, session_message
 from .write_transaction import WriteTransaction
+
+log = logging.getLogger(__name__)
 
 STOPPED_BEFORE_START = "stopped before it started"
 # Session fields stored as JSON: made JSON-safe here, so callers may pass whatever a function returned.
@@ -92,17 +95,31 @@ def update_session_in(tx: WriteTransaction, session_id, *, unless_terminal: bool
     if not rows.update(rev=rev, **_json_safe_fields(fields)):
         return None
     session = Session.objects.get(pk=session_id)  # the expressions' values (e.g. started_at) as stored
-    if session.is_terminal and not SIZED_FIELDS.isdisjoint(fields):
-        _store_size(session)
     publish_after_commit(tx, session_id, [session_message(session)])
+    if session.is_terminal and not SIZED_FIELDS.isdisjoint(fields):
+        # After the change is committed and published: measuring reads every node of the session
+        # (8 ms for 10,000 on PostgreSQL), which the end of a run need not wait for, under its lock.
+        tx.after_commit(lambda: _store_size(session))
     return session
 
 
 def _store_size(session: Session) -> None:
     """Measure the ended `session` into `stored_bytes`: it holds all it will (a run's writes after its
-    end are refused), and the storage limit reads this instead of its nodes (`dag.stored_size`)."""
-    session.stored_bytes = session_bytes(session.pk)
-    Session.objects.filter(pk=session.pk).update(stored_bytes=session.stored_bytes)
+    end are refused), and the storage limit reads this instead of its nodes (`dag.stored_size`).
+
+    Its own transaction, under the session's lock: of two measurements (an end, then an edit of its
+    arguments), the later one counts every change committed before it. A session left unmeasured (it
+    was deleted meanwhile, or the measurement failed) is measured from its nodes when it is counted."""
+    try:
+        with WriteTransaction(lean=False) as tx:
+            advance(tx, session.pk, revs=0)
+            session.stored_bytes = session_bytes(session.pk)
+            Session.objects.filter(pk=session.pk).update(stored_bytes=session.stored_bytes)
+    except Session.DoesNotExist:
+        pass
+    except Exception:  # the change it follows is committed: it must not look failed
+        log.warning("session %s could not be measured; the storage limit measures it from its nodes",
+                    session.pk, exc_info=True)
 
 
 def _status_fields(status: str, result: Any = _UNSET, error: Optional[str] = None) -> dict:

@@ -1,6 +1,8 @@
 """A session's stored size (`Session.stored_bytes`): measured by the write path when the session ends,
-so the per-user storage limit adds up sessions instead of reading every node its owner ever recorded."""
+so the per-user storage limit adds up sessions instead of reading every node its owner ever recorded.
+It is measured once the end has committed: these tests commit, as a run does."""
 import importlib
+import logging
 from datetime import timedelta
 
 import pytest
@@ -9,6 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from dag.live import broadcast
 from dag.models import Node, Session
 from dag.recording import write_path
 from dag.recording.export import export_session, import_session
@@ -17,7 +20,7 @@ from dag.stored_size import session_bytes
 
 from ..dag_helpers import new_session
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)
 
 NODE_TABLE = Node._meta.db_table
 
@@ -47,6 +50,45 @@ def test_a_session_is_measured_when_it_ends_and_not_before():
     # Three nodes of a 50-character note and a 200-character output, 100 + 300 characters of its own.
     assert ended.stored_bytes == session_bytes(ended.pk)
     assert 3 * 250 + 400 <= ended.stored_bytes < 3 * 250 + 400 + 120
+
+
+def test_a_run_s_end_is_committed_and_published_before_its_nodes_are_read_for_its_size(monkeypatch):
+    # Measuring reads every node of the session: the end of a long run must not wait for it, nor hold
+    # the session's lock meanwhile.
+    session = recorded(end=None)
+    seen: list[tuple[str, object]] = []
+
+    def listener(session_id, messages):
+        seen.extend(("published", message["session"]["status"]) for message in messages
+                    if message["type"] == "session")
+
+    def measured(session_id):
+        seen.append(("measured", Session.objects.get(pk=session_id).status))  # read from another snapshot
+        return session_bytes(session_id)
+
+    monkeypatch.setattr("dag.recording.write_path.sessions.session_bytes", measured)
+    broadcast.subscribe(listener)
+    try:
+        write_path.finish_session(session.pk, Session.Status.COMPLETED)
+    finally:
+        broadcast.unsubscribe(listener)
+    assert seen == [("published", "completed"), ("measured", "completed")]
+    assert Session.objects.get(pk=session.pk).stored_bytes == session_bytes(session.pk)
+
+
+def test_a_size_that_cannot_be_measured_leaves_the_end_standing_and_the_limit_measures_it(monkeypatch, caplog):
+    session = recorded(end=None)
+
+    def failing(session_id):
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr("dag.recording.write_path.sessions.session_bytes", failing)
+    with caplog.at_level(logging.WARNING, logger="dag.recording.write_path.sessions"):
+        assert write_path.finish_session(session.pk, Session.Status.COMPLETED) is True
+    ended = Session.objects.get(pk=session.pk)
+    assert ended.status == Session.Status.COMPLETED and ended.stored_bytes is None
+    assert f"session {session.pk} could not be measured" in caplog.text
+    assert quotas.stored_bytes(ended.owner) == session_bytes(session.pk) > 3 * 250
 
 
 def test_error_texts_count_as_what_a_session_holds():
