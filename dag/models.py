@@ -11,6 +11,8 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from .timestamps import iso
+
 
 class Session(models.Model):
     class Status(models.TextChoices):
@@ -93,9 +95,9 @@ class Session(models.Model):
             "model": self.model,
             "rev": self.rev,
             "node_count": self.node_count,
-            "created_at": _iso(self.created_at),
-            "started_at": _iso(self.started_at),
-            "finished_at": _iso(self.finished_at),
+            "created_at": iso(self.created_at),
+            "started_at": iso(self.started_at),
+            "finished_at": iso(self.finished_at),
             "worker": self.worker or None,
         }
 
@@ -183,8 +185,8 @@ def _node_record(values: dict) -> dict:
         "model": values["model"],
         "usage": values["usage"],
         "rev": values["rev"],
-        "started_at": _iso(started),
-        "finished_at": _iso(finished),
+        "started_at": iso(started),
+        "finished_at": iso(finished),
         "duration_ms": duration_ms(started, finished),
     }
 
@@ -196,6 +198,3 @@ def duration_ms(started, finished) -> int | None:
         return max(0, int((finished - started).total_seconds() * 1000))
     return None
 
-
-def _iso(value) -> str | None:
-    return value.isoformat() if value else None

@@ -1,4 +1,4 @@
-"""A recorded time as Django's SQLite backend stores it, made cheaply.
+"""A recorded time as text, made cheaply: as Django's SQLite backend stores it, and as ISO 8601.
 
 Every recorded node carries two timestamps, and on SQLite each becomes naive text in its row. Django's
 adapter (and converting it by hand: `astimezone`, `replace`, `str`) took 2-5 us a value here, which made
@@ -7,13 +7,16 @@ each other, so the text of the whole second is kept (up to `KEPT_SECONDS` second
 when full) and only the microseconds are formatted per value. Aware UTC datetimes from 1970 to 2106 (the
 recorder's clock) take that way; any other value is formatted whole.
 
-The ISO text of a record's times (`Node.as_dict`) stays `isoformat()`: CPython writes it in about the
-time this module takes, and read paths (a snapshot of an old session) ask for seconds no cache holds.
+The ISO text of a record's times (`Node.as_dict`, two a recorded node, made in the writer's series of
+work) is orjson's for aware UTC values (`iso`): the same text as `isoformat()` in a third of its time,
+with no cache, since read paths (a snapshot of an old session) ask for seconds no cache would hold.
 """
 from __future__ import annotations
 
 from datetime import datetime, timezone
 from typing import Optional
+
+import orjson
 
 UTC = timezone.utc
 KEPT_SECONDS = 64
@@ -48,3 +51,14 @@ def sqlite_utc(value: datetime) -> str:
         return str(value.replace(tzinfo=None))
     micro = value.microsecond
     return "%s.%06d" % (second, micro) if micro else second
+
+
+def iso(value: Optional[datetime]) -> Optional[str]:
+    """`value.isoformat()`, None for None. An aware UTC datetime's is written by orjson, whose RFC 3339 text
+    is isoformat's for it ("+00:00", microseconds only when not 0) in a third of the time; any other
+    value (another offset, a naive one, a subclass) by `isoformat()` itself."""
+    if value is None:
+        return None
+    if type(value) is datetime and value.tzinfo is UTC:
+        return orjson.dumps(value)[1:-1].decode()
+    return value.isoformat()

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from ..models import _iso, duration_ms
+from ..models import duration_ms
+from ..timestamps import iso
 
 # as_dict's keys in its order, each with the column it is read from.
 COLUMNS = (
@@ -28,7 +29,7 @@ def node_dicts(nodes: QuerySet) -> list[dict]:
     for values in nodes.values_list(*(column for _, column in COLUMNS)):
         row = dict(zip(KEYS, values))
         started, finished = row["started_at"], row["finished_at"]
-        row["started_at"], row["finished_at"] = _iso(started), _iso(finished)
+        row["started_at"], row["finished_at"] = iso(started), iso(finished)
         row["duration_ms"] = duration_ms(started, finished)
         rows.append(row)
     return rows

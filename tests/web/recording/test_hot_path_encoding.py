@@ -145,6 +145,26 @@ def test_node_timestamps_are_prepared_as_the_orm_prepares_them(value, db):
         assert fast == _django_prepared("started_at", value)
 
 
+@given(st.one_of(
+    st.datetimes(timezones=st.just(timezone.utc)),
+    st.datetimes(timezones=st.just(ZoneInfo("UTC"))),
+    st.datetimes(timezones=st.builds(timezone, st.timedeltas(min_value=timedelta(hours=-23, minutes=-59),
+                                                             max_value=timedelta(hours=23, minutes=59)))),
+    st.datetimes(),  # naive
+))
+def test_a_record_s_time_is_written_as_isoformat_writes_it(value):
+    # A record's times are read back with fromisoformat (durations, imports): the text must not differ.
+    assert timestamps.iso(value) == value.isoformat()
+
+
+def test_a_record_s_missing_time_is_none_and_its_utc_times_are_written_by_orjson(monkeypatch):
+    assert timestamps.iso(None) is None
+    moment = datetime(2026, 12, 6, 23, 1, 2, 3, tzinfo=timezone.utc)
+    monkeypatch.setattr(timestamps.orjson, "dumps", lambda value: b'"written by orjson"')
+    assert timestamps.iso(moment) == "written by orjson"  # the fast way is the one taken
+    assert timestamps.iso(moment.astimezone(timezone(timedelta(hours=1)))) == "2026-12-07T00:01:02.000003+01:00"
+
+
 @pytest.mark.parametrize("value", [{"i": 3, "note": "a short argument"}, [1, "two", None], "text", 3, math.pi, True])
 def test_node_json_is_prepared_as_the_orm_prepares_it(value, db):
     fast = sql._adapt_json(None, value, connection)
