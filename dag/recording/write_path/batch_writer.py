@@ -7,7 +7,8 @@ the nodes written running (`open`, by session: a later batch backfills them with
 the part of each outcome that says why a session's writes were refused (`explain`).
 
 On PostgreSQL a batch's statements and COMMIT go to the server in one round trip; while the server works
-on them, the writer takes the next batch if one is ready (`take_next`) and stages it
+on them, the writer does what its caller asks (`meanwhile`: a writer process answers the batch before
+this one), then takes the next batch if one is ready (`take_next`) and stages it
 (`batch_writes.prestage`), so that only its sending is left (`upcoming`). A staged batch is staged again
 if the batch before it failed or refused a session's writes: those writes must not go.
 """
@@ -62,9 +63,13 @@ class BatchWriter:
         return upcoming
 
     def write(self, writes: list, take_next: Optional[NextBatch] = None,
-              staged: Optional[NumberedBatch] = None) -> dict[tuple, Outcome]:
+              staged: Optional[NumberedBatch] = None, *,
+              meanwhile: Optional[Callable[[], None]] = None) -> dict[tuple, Outcome]:
         """Write `writes` (`staged`: their parts, staged while the batch before was on the server).
-        Returns each part's outcome, a refusal's reason found; the nodes now open are kept in `open`."""
+        Returns each part's outcome, a refusal's reason found; the nodes now open are kept in `open`.
+        `meanwhile`: called while the server works on the batch, before the next batch is taken (it must
+        not raise); only where the batch is sent ahead (PostgreSQL, with `take_next`, no test's gate),
+        and not if the statements fail before their round trip."""
         parts = staged.parts if staged is not None else parts_of(writes, self.failures)
         if not parts:  # nothing left to write (a flush alone, or writes of failed sessions): no transaction
             return {}
@@ -75,7 +80,8 @@ class BatchWriter:
                 held = self.gate is not None
                 pipelined = not held and take_next is not None and tx.connection.vendor in PIPELINED_VENDORS
                 outcomes = write_parts(tx, parts, self.open, commit=not held,
-                                       meanwhile=partial(self._stage_next, tx, take_next) if pipelined else None,
+                                       meanwhile=partial(self._stage_next, tx, take_next, meanwhile)
+                                       if pipelined else None,
                                        staged=staged)
                 self._wait_at_gate()
         except Exception:
@@ -96,10 +102,14 @@ class BatchWriter:
         """Drop the open nodes kept of a session that has ended."""
         self.open.pop(session_id, None)
 
-    def _stage_next(self, tx: WriteTransaction, take_next: NextBatch, in_flight: NumberedBatch) -> None:
-        """While the server works on the batch `in_flight`: take the next one if it is ready, and stage
-        it (`prestage`, no database work) so that only its sending is left for after this batch.
-        It never raises: the batch in flight may be committed already, and must not look failed."""
+    def _stage_next(self, tx: WriteTransaction, take_next: NextBatch, first: Optional[Callable[[], None]],
+                    in_flight: NumberedBatch) -> None:
+        """While the server works on the batch `in_flight`: `first` (the caller's `meanwhile`), then take
+        the next batch if it is ready, and stage it (`prestage`, no database work) so that only its
+        sending is left for after this batch. It never raises: the batch in flight may be committed
+        already, and must not look failed."""
+        if first is not None:
+            first()
         try:
             taken = take_next()
             if taken is None:

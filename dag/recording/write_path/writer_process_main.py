@@ -49,9 +49,8 @@ class _Feed:
 
 
 def serve(receiving: Connection, sending: Connection) -> None:
-    """Write the batches `receiving` brings until it closes, answering each on `sending`."""
-    from .batch_writer import BatchWriter
-
+    """Take the serving process's database settings from `receiving`, then write the batches it brings
+    until it closes, answering each on `sending` (`write_batches`)."""
     _, database = pickle.loads(receiving.recv_bytes())  # ("hello", the serving process's database)
     # One connection, given back whenever the process idles (`_Feed.next_batch`): a pool would keep it
     # open instead, and nothing else here would take it.
@@ -59,30 +58,76 @@ def serve(receiving: Connection, sending: Connection) -> None:
                                         if name != "pool"}}
     connections[DEFAULT_DB_ALIAS].settings_dict.update(database)
     sending.send_bytes(encode(("ready",)))
+    try:
+        write_batches(receiving, sending)
+    finally:
+        connections.close_all()
+
+
+def write_batches(receiving: Connection, sending: Connection) -> None:
+    """Write the batches `receiving` brings (in this thread's database connection) until it closes,
+    answering each on `sending`, in their order."""
+    from .batch_writer import BatchWriter
+
     failures: dict[str, BaseException] = {}
     writer = BatchWriter(failures)
     feed = _Feed(receiving, writer, failures)
+    answers = _Answers(sending)
     try:
         while True:
             upcoming = writer.take_upcoming()
             if upcoming is not None:
                 number, writes, staged = upcoming.token, upcoming.writes, upcoming.staged
             else:
+                answers.send_due()  # no batch to send it beside: now, before waiting for one
                 taken = feed.next_batch()
                 if taken is None:
                     return
                 (number, writes), staged = taken, None
-            results = []
-            for (session_id, _), outcome in writer.write(writes, lambda: feed.next_batch(wait=False),
-                                                         staged).items():
+            outcomes = writer.write(writes, lambda: feed.next_batch(wait=False), staged,
+                                    meanwhile=answers.send_due)
+            answers.send_due()  # sent meanwhile, unless this batch had no round trip to send it in
+            for (session_id, _), outcome in outcomes.items():
                 if outcome.failure is not None:
                     failures[session_id] = outcome.failure
-                    results.append((session_id, portable(outcome.failure), ()))
-                else:
-                    results.append((session_id, None, _encoded(session_id, outcome.messages)))
-            sending.send_bytes(encode(("done", number, results)))
+            answers.owe(number, outcomes)
     finally:
-        connections.close_all()
+        answers.send_due()  # a batch committed before whatever ends the loop is still answered
+
+
+class _Answers:
+    """The answer to each batch, in the order of the batches. On PostgreSQL it goes while the server works
+    on the next batch (`BatchWriter.write`'s `meanwhile`): the database then waits for neither the
+    encoding of the batch's changes for the stream nor their sending, only for the next batch's
+    statements. Without a next batch ready it goes at once."""
+
+    def __init__(self, sending: Connection):
+        self.sending = sending
+        self._due: Optional[tuple[int, dict]] = None
+        self._failed: Optional[BaseException] = None
+
+    def owe(self, number: int, outcomes: dict) -> None:
+        self._raise_failed()
+        self._due = (number, outcomes)
+
+    def send_due(self) -> None:
+        """Send the answer owed, if any. Called inside a batch's round trip it must not raise: a failure
+        to send (the serving process ended) is raised at the next `owe`."""
+        if self._due is None:
+            return
+        number, outcomes = self._due
+        self._due = None
+        results = [(session_id, portable(outcome.failure), ()) if outcome.failure is not None
+                   else (session_id, None, _encoded(session_id, outcome.messages))
+                   for (session_id, _), outcome in outcomes.items()]
+        try:
+            self.sending.send_bytes(encode(("done", number, results)))
+        except Exception as exc:  # OSError once the serving process has ended
+            self._failed = exc
+
+    def _raise_failed(self) -> None:
+        if self._failed is not None:
+            raise self._failed
 
 
 def _encoded(session_id: str, messages: list) -> list:

@@ -36,10 +36,10 @@ class StagingWatch:
         batches = writer._batches
         stage_next, write_parts = batches._stage_next, batch_writer.write_parts
 
-        def watched_stage_next(tx, take_next, in_flight) -> None:
+        def watched_stage_next(tx, take_next, first, in_flight) -> None:
             wait_for(lambda: len(writer._queue) >= writer.batch_rows or self.all_queued.is_set(), 60,
                      "the next batch to be queued")
-            stage_next(tx, take_next, in_flight)
+            stage_next(tx, take_next, first, in_flight)
             self.took += batches.upcoming is not None
             self.staged.set()
             assert go.wait(60)

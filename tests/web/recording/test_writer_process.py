@@ -3,6 +3,7 @@ with what a writer thread guarantees kept across the pipe: every write committed
 flushes, the fence, a session's failure its own, and a crash of either process."""
 from __future__ import annotations
 
+import multiprocessing
 import os
 import pickle
 import signal
@@ -24,6 +25,7 @@ from dag.recording import write_path
 from dag.recording.write_path import (group_commit, process_writer, sql, writer_process, writer_process_main,
                                       writer_wire)
 from dag.recording.write_path.batch_writes import NodeCreate, NodeFinish
+from dag.recording.write_path.write_transaction import WriteTransaction
 from dag.recording.write_path.writer_process import ProcessWriter, WriterProcessLost
 from tests.database_url import database_url
 
@@ -328,6 +330,92 @@ def test_changes_that_cannot_be_encoded_are_answered_as_none_and_logged(monkeypa
     monkeypatch.setattr(frames, "encoded_runs", broken)
     assert writer_process_main._encoded("s", [{"type": "node", "rev": 1, "node": {}}]) == []
     assert "could not be encoded" in caplog.text  # viewers find the gap and read the database
+
+
+class AnswersSeen:
+    """Stands in for the pipe to the serving process: notes each answer in `events`."""
+
+    def __init__(self, events: list):
+        self.events = events
+
+    def send_bytes(self, message: bytes) -> None:
+        _, number, results = pickle.loads(message)
+        self.events.append(("answered", number, [failure for _, failure, _ in results]))
+
+
+def batch_of_new_nodes(session: Session, lease: str, count: int) -> list:
+    with WriteTransaction() as tx:
+        ids = sql.reserve_node_ids(tx, count, alone=True)
+    return [writer_wire.to_wire(NodeCreate(group_commit.session_key(session.pk), lease, sql.new_node(
+        id=pk, session_id=session.pk, kind="code", name=f"n{pk}", status="completed"))) for pk in ids]
+
+
+def batches_written_in_one_go(monkeypatch, batches: list[list]) -> list:
+    """`write_batches` given `batches`, all waiting in its pipe before it starts (so each is taken while
+    the one before it is on the server); what it did, in order: ("on the server", k) while batch k's
+    statements were, ("committed", k), and ("answered", number, failures)."""
+    events, round_trips = [], []
+    fetch_all = WriteTransaction.fetch_all
+
+    def watched(tx, statements, *, commit=False, meanwhile=None):
+        round_trips.append(len(round_trips) + 1)
+        batch = round_trips[-1]
+
+        def on_the_server():
+            events.append(("on the server", batch))
+            if meanwhile is not None:
+                meanwhile()
+        results = fetch_all(tx, statements, commit=commit, meanwhile=on_the_server)
+        events.append(("committed", batch))
+        return results
+
+    monkeypatch.setattr(WriteTransaction, "fetch_all", watched)
+    receiving, to_writer = multiprocessing.Pipe(duplex=False)
+    for number, writes in enumerate(batches, 1):
+        to_writer.send_bytes(writer_wire.encode(("batch", number, writes)))
+    to_writer.close()  # the serving process's end: the writer answers what it was sent, then returns
+    writer_process_main.write_batches(receiving, AnswersSeen(events))
+    return events
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="statements are sent ahead on PostgreSQL")
+def test_a_batchs_answer_goes_while_the_server_works_on_the_next_batch(monkeypatch):
+    # The database need not wait for the encoding and the sending of what a batch changed.
+    session = claimed_by("host:1")
+    events = batches_written_in_one_go(monkeypatch, [batch_of_new_nodes(session, "host:1", 3),
+                                                     batch_of_new_nodes(session, "host:1", 2)])
+    assert events == [("on the server", 1), ("committed", 1),
+                      ("on the server", 2), ("answered", 1, [None]), ("committed", 2),
+                      ("answered", 2, [None])]
+    assert list(Node.objects.filter(session=session).order_by("seq").values_list("seq", "rev")) == [
+        (0, 2), (1, 3), (2, 4), (3, 5), (4, 6)]  # the claim took revision 1
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="statements are sent ahead on PostgreSQL")
+def test_a_refused_batch_is_answered_before_the_next_batch_is_written(monkeypatch):
+    # The refusal must be known to the serving process in batch order; the next batch is staged again
+    # without the refused session's writes.
+    fenced, _, other, other_writes, _ = written_off_beside_another()
+    other_writes.flush()  # its "survivor" node
+    events = batches_written_in_one_go(monkeypatch, [batch_of_new_nodes(fenced, "host-a:1", 1),
+                                                     batch_of_new_nodes(other, "host-b:2", 1)])
+    [first, second] = [event for event in events if event[0] == "answered"]
+    assert first[1] == 1 and isinstance(first[2][0], write_path.WriteRefused)
+    assert second == ("answered", 2, [None])
+    assert events.index(first) < events.index(second)
+    assert Node.objects.filter(session=other).count() == 2 and not Node.objects.filter(session=fenced).exists()
+
+
+def test_an_answer_the_serving_process_can_no_longer_take_fails_the_next_batch_not_the_one_on_the_server():
+    class Gone:
+        def send_bytes(self, message: bytes) -> None:
+            raise BrokenPipeError("the serving process ended")
+
+    answers = writer_process_main._Answers(Gone())
+    answers.owe(1, {})
+    answers.send_due()  # inside the next batch's round trip: that batch must not look failed
+    with pytest.raises(BrokenPipeError):
+        answers.owe(2, {})
 
 
 def test_a_ctrl_c_to_the_process_group_leaves_the_writer_process_writing(writer):
