@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import pickle
+import select
 import signal
 import threading
 from multiprocessing.connection import Connection
@@ -47,6 +48,23 @@ class _Feed:
                 return message[1], [from_wire(item) for item in message[2]]
         return None
 
+    def await_batch_or_results(self) -> None:
+        """While a batch is on PostgreSQL (its statements sent, their results not read): wait until the
+        next batch arrives or the server has answered, whichever comes first. The serving process sends
+        the next batch once it has the answer to the one before, so it often arrives during this round
+        trip, and is then staged during it too, not while the database waits. Never raises: a broken
+        connection is reported when the results are read."""
+        try:
+            if self.ended or self.receiving.poll(0):
+                return
+            pgconn = connections[DEFAULT_DB_ALIAS].connection.pgconn
+            pgconn.send_flush_request()  # results are sent as soon as they are made, not at the Sync
+            while pgconn.flush():  # 1: not all of it sent yet, the socket full
+                select.select([], [pgconn.socket], [])
+            select.select([self.receiving.fileno(), pgconn.socket], [], [])
+        except Exception:
+            log.debug("waiting for the next batch beside the database's answer failed", exc_info=True)
+
 
 def serve(receiving: Connection, sending: Connection) -> None:
     """Take the serving process's database settings from `receiving`, then write the batches it brings
@@ -73,6 +91,13 @@ def write_batches(receiving: Connection, sending: Connection) -> None:
     writer = BatchWriter(failures)
     feed = _Feed(receiving, writer, failures)
     answers = _Answers(sending)
+
+    def on_the_server() -> None:
+        # While a batch is on the database server: the answer to the one before, then (the writer takes
+        # the next batch after this) the next batch awaited, so that its staging is done meanwhile too.
+        answers.send_due()
+        feed.await_batch_or_results()
+
     try:
         while True:
             upcoming = writer.take_upcoming()
@@ -84,8 +109,7 @@ def write_batches(receiving: Connection, sending: Connection) -> None:
                 if taken is None:
                     return
                 (number, writes), staged = taken, None
-            outcomes = writer.write(writes, lambda: feed.next_batch(wait=False), staged,
-                                    meanwhile=answers.send_due)
+            outcomes = writer.write(writes, lambda: feed.next_batch(wait=False), staged, meanwhile=on_the_server)
             answers.send_due()  # sent meanwhile, unless this batch had no round trip to send it in
             for (session_id, _), outcome in outcomes.items():
                 if outcome.failure is not None:

@@ -6,10 +6,12 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import select
 import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -22,8 +24,8 @@ from django.db import connection
 from dag.conf import conf
 from dag.models import Node, Session
 from dag.recording import write_path
-from dag.recording.write_path import (group_commit, process_writer, sql, writer_process, writer_process_main,
-                                      writer_wire)
+from dag.recording.write_path import (batch_writer, group_commit, process_writer, sql, writer_process,
+                                      writer_process_main, writer_wire)
 from dag.recording.write_path.batch_writes import NodeCreate, NodeFinish
 from dag.recording.write_path.write_transaction import WriteTransaction
 from dag.recording.write_path.writer_process import ProcessWriter, WriterProcessLost
@@ -404,6 +406,60 @@ def test_a_refused_batch_is_answered_before_the_next_batch_is_written(monkeypatc
     assert second == ("answered", 2, [None])
     assert events.index(first) < events.index(second)
     assert Node.objects.filter(session=other).count() == 2 and not Node.objects.filter(session=fenced).exists()
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="statements are sent ahead on PostgreSQL")
+def test_a_batch_arriving_while_the_one_before_is_on_the_server_is_staged_before_that_ones_results(monkeypatch):
+    # The serving process sends a batch once it has the answer to the one before: staged at once, its
+    # staging is not left for the database to wait on after the batch before it.
+    session = claimed_by("host:1")
+    first, second = batch_of_new_nodes(session, "host:1", 2), batch_of_new_nodes(session, "host:1", 2)
+    events, awaiting = [], threading.Event()
+    prestage, real_select = batch_writer.prestage, select.select
+
+    def watched_prestage(*args, **kwargs):
+        events.append("staged ahead")
+        return prestage(*args, **kwargs)
+
+    def watched_select(readable, *args):
+        if receiving.fileno() in readable:
+            awaiting.set()
+        return real_select(readable, *args)
+
+    fetch_all = WriteTransaction.fetch_all
+
+    def watched_fetch_all(tx, statements, *, commit=False, meanwhile=None):
+        results = fetch_all(tx, statements, commit=commit, meanwhile=meanwhile)
+        events.append("committed")
+        return results
+
+    monkeypatch.setattr(batch_writer, "prestage", watched_prestage)
+    monkeypatch.setattr(select, "select", watched_select)
+    monkeypatch.setattr(WriteTransaction, "fetch_all", watched_fetch_all)
+    receiving, to_writer = multiprocessing.Pipe(duplex=False)
+    writing = threading.Thread(target=written_then_closed, args=(receiving,), daemon=True)
+    try:
+        with psycopg.connect(database_url(connection.settings_dict)) as holder:
+            # The first batch's advance waits for this lock: it stays on the server until the test says.
+            holder.execute("SELECT 1 FROM dag_session WHERE id = %s FOR UPDATE", [session.pk])
+            to_writer.send_bytes(writer_wire.encode(("batch", 1, first)))
+            writing.start()
+            assert awaiting.wait(60), "the writer did not wait for a batch while the first was on the server"
+            to_writer.send_bytes(writer_wire.encode(("batch", 2, second)))
+            wait_for(lambda: "staged ahead" in events, 60, "the second batch to be staged")
+        # The lock released: the first batch commits, then the second.
+    finally:
+        to_writer.close()  # the writer ends once it has written what it was sent
+        writing.join(60)
+    assert events == ["staged ahead", "committed", "committed"]
+    assert Node.objects.filter(session=session).count() == 4
+
+
+def written_then_closed(receiving) -> None:
+    try:
+        writer_process_main.write_batches(receiving, AnswersSeen([]))
+    finally:
+        connection.close()
 
 
 def test_an_answer_the_serving_process_can_no_longer_take_fails_the_next_batch_not_the_one_on_the_server():
