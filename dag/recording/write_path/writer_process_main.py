@@ -20,6 +20,11 @@ from .writer_wire import encode, from_wire, portable
 log = logging.getLogger(__name__)
 
 
+# The longest the writer waits beside a batch on the server for the next batch (`_Feed.await_batch_or_results`);
+# the results end the wait long before, unless the batch itself waits (on a lock): then reading them does.
+AWAIT_LIMIT_S = 10.0
+
+
 class _Feed:
     """What the serving process sends, read batch by batch; a "forget" is done as it is met."""
 
@@ -60,8 +65,8 @@ class _Feed:
             pgconn = connections[DEFAULT_DB_ALIAS].connection.pgconn
             pgconn.send_flush_request()  # results are sent as soon as they are made, not at the Sync
             while pgconn.flush():  # 1: not all of it sent yet, the socket full
-                select.select([], [pgconn.socket], [])
-            select.select([self.receiving.fileno(), pgconn.socket], [], [])
+                select.select([], [pgconn.socket], [], AWAIT_LIMIT_S)
+            select.select([self.receiving.fileno(), pgconn.socket], [], [], AWAIT_LIMIT_S)
         except Exception:
             log.debug("waiting for the next batch beside the database's answer failed", exc_info=True)
 
