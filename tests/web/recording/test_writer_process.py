@@ -435,6 +435,7 @@ def test_a_batch_arriving_while_the_one_before_is_on_the_server_is_staged_before
 
     monkeypatch.setattr(batch_writer, "prestage", watched_prestage)
     monkeypatch.setattr(select, "select", watched_select)
+    monkeypatch.setattr(writer_process_main, "AWAIT_LIMIT_S", None)  # however slowly this test goes on
     monkeypatch.setattr(WriteTransaction, "fetch_all", watched_fetch_all)
     receiving, to_writer = multiprocessing.Pipe(duplex=False)
     writing = threading.Thread(target=written_then_closed, args=(receiving,), daemon=True)
