@@ -32,6 +32,12 @@ def env_bool(name: str, default: bool) -> bool:
         raise ImproperlyConfigured(str(exc)) from None
 
 
+def _range_text(kind_text: str, maximum, positive: bool) -> str:
+    if maximum is None:
+        return f"{kind_text} {'above 0' if positive else 'of 0 or more'}"
+    return f"{kind_text} {'above 0 and at most' if positive else 'from 0 to'} {maximum}"
+
+
 def env_number(name: str, default, kind=int, *, maximum=None, positive: bool = False, allowed: str = ""):
     """A number from 0 (above 0 if `positive`) to `maximum` (None: any) from the environment (unset or
     blank: `default`); a wrong one is named, saying what is `allowed` (by default, the kind of number and
@@ -39,11 +45,7 @@ def env_number(name: str, default, kind=int, *, maximum=None, positive: bool = F
     value = os.environ.get(name, "").strip()
     if not value:
         return default
-    kind_text = "a whole number" if kind is int else "a number"
-    if not allowed:
-        lowest = "above 0" if positive else "of 0 or more"
-        allowed = (f"{kind_text} {lowest}" if maximum is None else
-                   f"{kind_text} above 0 and at most {maximum}" if positive else f"{kind_text} from 0 to {maximum}")
+    allowed = allowed or _range_text("a whole number" if kind is int else "a number", maximum, positive)
     try:
         number = kind(value)
     except ValueError:
