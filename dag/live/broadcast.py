@@ -16,7 +16,8 @@ Two kinds of watcher:
 
 Bursts are coalesced: messages accumulate per session and go out as one layer message per session at
 most every `OPENPROGRAM_BROADCAST_WINDOW_S` seconds, so a run writing thousands of nodes a second sends
-tens of layer messages, not thousands.
+tens of layer messages, not thousands. A run's end goes at once, with whatever is pending: no burst
+follows it, and its viewers wait for nothing else.
 
 A layer message carries a run of changes of contiguous revisions, each already encoded as its websocket
 JSON (`frames.encode_item`) in the publishing thread, joined into one string (`frames.encoded_runs`):
@@ -102,7 +103,7 @@ def _forward(session_id: str, runs: Callable[[], list[tuple[int, int, str]]], me
     tell the owner's session lists (`messages`: what `session_list_notify` reads of them; none for
     node changes alone)."""
     try:
-        layer_forwarder.add(session_id, runs)
+        layer_forwarder.add(session_id, runs, at_once=session_list_notify.ends_run(messages))
     except Exception:
         log.exception("broadcast to the channel layer failed")
     try:
@@ -125,7 +126,8 @@ class LayerForwarder:
     """Coalesces published messages per session and sends them to the channel layer from an event loop.
 
     Thread-safe: `add` may be called from any thread. One flush task at a time drains everything
-    pending; a second burst arriving during a flush is picked up by the same task after the window.
+    pending; a second burst arriving during a flush is picked up by the same task after the window, or
+    as soon as something that must go at once arrives (`add(..., at_once=True)`).
     """
 
     def __init__(self, window_s: float | None = None):
@@ -134,6 +136,8 @@ class LayerForwarder:
         self._pending: dict[str, list[tuple[int, int, str]]] = {}  # runs (frames.encoded_runs)
         self._flush_scheduled = False
         self._last_flush = 0.0
+        self._at_once = False  # something pending must not wait out the window
+        self._napping: asyncio.Future | None = None  # the flush task's wait for the window, while it waits
         self._server_loop: asyncio.AbstractEventLoop | None = None
         self._private_loop: asyncio.AbstractEventLoop | None = None
 
@@ -148,15 +152,20 @@ class LayerForwarder:
                 # A flush scheduled on a loop that has since closed would never run.
                 self._flush_scheduled = False
 
-    def add(self, session_id: str, runs: Callable[[], list[tuple[int, int, str]]]) -> None:
-        """Send the changes of `runs()` (`frames.encoded_runs`), called only if anyone could hear them."""
+    def add(self, session_id: str, runs: Callable[[], list[tuple[int, int, str]]], *, at_once: bool = False) -> None:
+        """Send the changes of `runs()` (`frames.encoded_runs`), called only if anyone could hear them;
+        `at_once`: without waiting for the window, everything pending with them."""
         loop = self._target_loop()
         if loop is None:
             return  # no consumer can be listening through this process's in-memory layer
         runs = runs()
         with self._lock:
             self._pending.setdefault(session_id, []).extend(runs)
+            self._at_once = self._at_once or at_once
+            napping = self._napping if at_once else None
             if self._flush_scheduled:
+                if napping is not None:
+                    loop.call_soon_threadsafe(_wake, napping)
                 return
             self._flush_scheduled = True
         try:
@@ -189,9 +198,9 @@ class LayerForwarder:
             while True:
                 wait = self._last_flush + self.window_s - time.monotonic()
                 if wait > 0:
-                    await asyncio.sleep(wait)  # let the burst gather into one message
+                    await self._nap(wait)  # let the burst gather into one message
                 with self._lock:
-                    pending, self._pending = self._pending, {}
+                    pending, self._pending, self._at_once = self._pending, {}, False
                     if not pending:
                         self._flush_scheduled = False
                         return
@@ -203,6 +212,22 @@ class LayerForwarder:
             with self._lock:
                 self._flush_scheduled = False
             raise
+
+    async def _nap(self, seconds: float) -> None:
+        """Wait `seconds`, or less if something that must go at once is or becomes pending."""
+        loop = asyncio.get_running_loop()
+        woken = loop.create_future()
+        with self._lock:  # `add` reads both under the lock: a wake-up cannot fall between them
+            if self._at_once:
+                return
+            self._napping = woken
+        timer = loop.call_later(seconds, _wake, woken)
+        try:
+            await woken
+        finally:
+            timer.cancel()
+            with self._lock:
+                self._napping = None
 
     @staticmethod
     async def _send(layer, session_id: str, runs: list[tuple[int, int, str]]) -> None:
@@ -255,6 +280,11 @@ def _within_the_limit(runs):
 def batch_event(first: int, last: int, joined: str) -> dict:
     """The layer message of one run: the changes of revisions `first` to `last`, encoded and joined."""
     return {"type": BATCH_EVENT, "first": first, "last": last, "items": joined}
+
+
+def _wake(napping: asyncio.Future) -> None:
+    if not napping.done():
+        napping.set_result(None)
 
 
 def _run_forever(loop: asyncio.AbstractEventLoop) -> None:
