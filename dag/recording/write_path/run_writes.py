@@ -74,7 +74,8 @@ class RunWrites:
         writer = self._grouped()
         if writer is None:
             return create_node(self.session_id, lease=self.lease, **fields)
-        node = sql.new_node(id=self._next_id(), session_id=self.session_id, **fields)
+        fields["id"], fields["session_id"] = self._next_id(), self.session_id
+        node = sql.node_from(fields)
         entry = NodeCreate(self._key, self.lease, node)
         writer.submit(entry)
         self._queued[node.id] = (writer, entry)

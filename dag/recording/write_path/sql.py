@@ -73,28 +73,36 @@ _node_values = attrgetter(*(field.attname for field in _NODE_FIELDS))
 
 
 def new_node(**fields) -> Node:
-    """An unsaved Node from attribute names (`session_id`, `parent_id`, ...), defaults for the rest.
+    """An unsaved Node from attribute names (`session_id`, `parent_id`, ...), defaults for the rest."""
+    return node_from(fields)
+
+
+def node_from(fields: dict) -> Node:
+    """`new_node` from a dict of attribute names and values (read, not kept).
 
     A recorded call builds one on entry, in the run's thread. `Model.__init__` sets each field through
-    its descriptor (9 us a node here); on a fresh instance that only fills `__dict__`, which is done
-    directly (1.4 us) unless something listens to Node's init signals, which would then be skipped.
+    its descriptor (9 us a node here); on a fresh instance that only fills `__dict__`, which is made
+    directly (1 us) unless something listens to Node's init signals, which would then be skipped.
     """
-    if not _NODE_DEFAULTS.keys() >= fields.keys():
-        unknown = fields.keys() - _NODE_DEFAULTS.keys()
+    values = _NODE_DEFAULTS.copy()
+    values.update(fields)
+    if len(values) != len(_NODE_DEFAULTS):  # a name that is no field's added a key
+        unknown = values.keys() - _NODE_DEFAULTS.keys()
         raise TypeError(f"Node has no field(s) {', '.join(sorted(unknown))}; "
                         f"fields are: {', '.join(_NODE_DEFAULTS)}")
-    return node_instance({**_NODE_DEFAULTS, **fields}.items())
+    return node_instance(values)
 
 
-def node_instance(values) -> Node:
-    """An unsaved Node from (attribute name, value) pairs for every field (`new_node`'s way)."""
+def node_instance(values: dict) -> Node:
+    """An unsaved Node whose fields are `values` (every field's attribute name; the dict becomes the
+    node's own `__dict__`, so it must be the caller's to give)."""
     # Any init listener at all (for any model) takes the ORM's way: asking per model costs a microsecond.
     if (signals.pre_init.receivers or signals.post_init.receivers) and (
             signals.pre_init.has_listeners(Node) or signals.post_init.has_listeners(Node)):
-        return Node(**dict(values))
+        return Node(**values)
     node = Node.__new__(Node)
-    node._state = ModelState()
-    node.__dict__.update(values)
+    values["_state"] = ModelState()
+    node.__dict__ = values
     return node
 
 

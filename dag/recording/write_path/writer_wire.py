@@ -52,7 +52,7 @@ def from_wire(item: tuple):
         session_id, lease, values = item
         for index in _TIMES_AT:
             values[index] = _time_in(values[index])
-        return NodeCreate(session_id, lease, node_instance(zip(_NODE_ATTNAMES, values)), taken=True)
+        return NodeCreate(session_id, lease, node_instance(dict(zip(_NODE_ATTNAMES, values))), taken=True)
     session_id, lease, pk, fields = item
     return NodeFinish(session_id, lease, pk, {
         name: _time_in(value) if name in _TIME_NAMES else value for name, value in fields.items()}, taken=True)

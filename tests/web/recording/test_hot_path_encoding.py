@@ -291,3 +291,22 @@ def test_the_kept_seconds_are_used_and_stay_bounded():
         moment = start + timedelta(seconds=second, microseconds=second)
         assert timestamps.sqlite_utc(moment) == str(moment.replace(tzinfo=None))
     assert 0 < len(timestamps._seconds) <= timestamps.KEPT_SECONDS
+
+
+def test_a_node_built_on_the_hot_path_is_the_node_the_orm_builds(db):
+    fields = {"id": 41, "session_id": "8c4bd3a0-8f2e-4a41-9a53-5fd0c5a2f3b1", "parent_id": 5, "kind": "code",
+              "name": "step", "status": "running", "input": {"i": 3}, "depth": 2,
+              "started_at": datetime(2026, 12, 2, 8, 0, tzinfo=timezone.utc)}
+    given = dict(fields)
+    built, orm = sql.node_from(given), Node(**fields)
+    assert {field.attname: getattr(built, field.attname) for field in Node._meta.concrete_fields} == \
+           {field.attname: getattr(orm, field.attname) for field in Node._meta.concrete_fields}
+    assert built._state.adding and built._state.db is None
+    built.status = "completed"  # the node's fields are its own: the caller's dict is read, not kept
+    assert given == fields
+    assert sql.new_node(**fields).__dict__.keys() == built.__dict__.keys()
+
+
+def test_a_name_that_is_no_node_field_is_refused_by_name():
+    with pytest.raises(TypeError, match=r"Node has no field\(s\) colour, size; fields are: id, "):
+        sql.node_from({"kind": "code", "colour": "red", "size": 3})
