@@ -165,7 +165,7 @@ class LayerForwarder:
             napping = self._napping if at_once else None
             if self._flush_scheduled:
                 if napping is not None:
-                    loop.call_soon_threadsafe(_wake, napping)
+                    _wake_from_another_thread(napping)
                 return
             self._flush_scheduled = True
         try:
@@ -285,6 +285,13 @@ def batch_event(first: int, last: int, joined: str) -> dict:
 def _wake(napping: asyncio.Future) -> None:
     if not napping.done():
         napping.set_result(None)
+
+
+def _wake_from_another_thread(napping: asyncio.Future) -> None:
+    try:
+        napping.get_loop().call_soon_threadsafe(_wake, napping)
+    except RuntimeError:  # its loop has closed: the flush it would wake is gone with it
+        pass
 
 
 def _run_forever(loop: asyncio.AbstractEventLoop) -> None:
