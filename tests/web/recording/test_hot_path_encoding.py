@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from django.db import connection, connections
+from django.db.models import signals
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -310,3 +311,17 @@ def test_a_node_built_on_the_hot_path_is_the_node_the_orm_builds(db):
 def test_a_name_that_is_no_node_field_is_refused_by_name():
     with pytest.raises(TypeError, match=r"Node has no field\(s\) colour, size; fields are: id, "):
         sql.node_from({"kind": "code", "colour": "red", "size": 3})
+
+
+def test_a_node_is_built_through_the_orm_while_something_listens_to_its_init():
+    seen = []
+
+    def listener(sender, instance, **kwargs):
+        seen.append(instance)
+
+    signals.post_init.connect(listener, sender=Node)
+    try:
+        node = sql.node_from({"id": 7, "kind": "code", "name": "step"})
+    finally:
+        signals.post_init.disconnect(listener, sender=Node)
+    assert seen == [node] and (node.pk, node.name, node.status) == (7, "step", Node._meta.get_field("status").default)
