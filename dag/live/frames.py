@@ -13,7 +13,7 @@ JSON is ASCII-encoded, so a frame's length in characters is its size in bytes.
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Optional
 
 from ..recording.json_text import dumps_compact
 
@@ -77,24 +77,25 @@ class NodeItem(dict):
     once for both. It is only valid while the record is not changed.
     """
 
-    __slots__ = ("_record_json",)
+    # None until made. A class attribute read through the instance, not a slot: an unset slot answers
+    # with an AttributeError, and raising and catching one per recorded node cost more than the rest
+    # of the lookup.
+    _record_json: Optional[str] = None
 
     @property
     def record_json(self) -> str:
-        try:
-            return self._record_json
-        except AttributeError:
+        text = self._record_json
+        if text is None:
             self._record_json = text = dumps(self["node"])
-            return text
+        return text
 
     def renumber(self, seq: int, rev: int) -> None:
         """Give the change its node's final `seq` and `rev`, its record (and its JSON, if made) too."""
         record = self["node"]
         self["rev"] = record["rev"] = rev
         record["seq"] = seq
-        try:
-            text = self._record_json
-        except AttributeError:
+        text = self._record_json
+        if text is None:
             return
         # A record's keys come in `as_dict` order: "seq" right after the integer "id", and "rev" after
         # every value that could hold a key of that name (only timestamps and an integer follow it).
@@ -108,9 +109,8 @@ def encode_item(item: dict) -> str:
     """One live message ({"type": "node"|"session", "rev", ...}) with its node fitted."""
     kind = item.get("type")
     if isinstance(item, NodeItem):
-        try:
-            text = item._record_json
-        except AttributeError:  # not encoded for the database too (SQLite): the whole change at once
+        text = item._record_json
+        if text is None:  # not encoded for the database too (SQLite): the whole change at once
             text = dumps(item)
             if len(text) <= NODE_LIMIT:
                 return text

@@ -51,7 +51,7 @@ class Part:
         self.key = key
         self.session_id, self.lease = key
         self.entries = entries
-        self.creates = {entry.node.pk: entry.node for entry in entries if isinstance(entry, NodeCreate)}
+        self.creates = {entry.node.id: entry.node for entry in entries if isinstance(entry, NodeCreate)}
         # Exits of nodes created in this batch: each node is written once, already ended.
         self.merged = {entry.pk for entry in entries if isinstance(entry, NodeFinish) and entry.pk in self.creates}
         self.backfills = [entry for entry in entries
@@ -88,9 +88,9 @@ def outcome_of(rows: list[Row]) -> Outcome:
             continue
         outcome.messages.append(row.change)
         if row.node.status == Node.Status.RUNNING:
-            outcome.opened[row.node.pk] = row.node
+            outcome.opened[row.pk] = row.node
         else:
-            outcome.closed.append(row.node.pk)
+            outcome.closed.append(row.pk)
     return outcome
 
 
@@ -239,9 +239,9 @@ def _stage(part: Part, known: dict, read: dict, running: Optional[set] = None, *
         if isinstance(entry, NodeCreate):
             node = entry.node
             node.seq, seq = seq, seq + 1
-            if node.pk in part.merged:
+            pk, fields = node.id, None
+            if pk in part.merged:
                 continue  # written once, with its exit
-            pk, fields = node.pk, None
         elif entry.pk in part.creates:
             pk, node, fields = entry.pk, part.creates[entry.pk], None
             apply(node, entry.fields)
