@@ -145,7 +145,14 @@ class Node(models.Model):
     class Meta:
         ordering = ["session", "seq"]
         constraints = [models.UniqueConstraint(fields=["session", "seq"], name="node_seq_unique_per_session")]
-        indexes = [models.Index(fields=["session", "rev"], name="node_session_rev")]
+        indexes = [
+            models.Index(fields=["session", "rev"], name="node_session_rev"),
+            # The nodes a session's end (or a stop, or the reaper) must close, found without reading
+            # every node of the session. Only rows stored `running` are in it: a call whose entry and
+            # exit are written in one batch never is.
+            models.Index(fields=["session", "seq"], condition=models.Q(status="running"),
+                         name="node_running_per_session"),
+        ]
 
     def __str__(self) -> str:
         return f"#{self.seq} {self.kind} {self.name} ({self.status})"

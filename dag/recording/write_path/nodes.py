@@ -58,6 +58,12 @@ def close_open_nodes(session_id, status: str = Node.Status.INTERRUPTED, error: s
         return close_open_nodes_in(tx, session_id, status, error)
 
 
+def running_nodes(session_id):
+    """The session's nodes stored `running`, by `seq`: read through the index of running nodes
+    (`node_running_per_session`), not the session's every node."""
+    return Node.objects.filter(session_id=session_id, status=Node.Status.RUNNING).order_by("seq")
+
+
 def close_open_nodes_in(tx: WriteTransaction, session_id, status: str, error: str) -> int:
     """`close_open_nodes` as part of a larger write in `tx` (ending a session closes its nodes).
 
@@ -69,7 +75,7 @@ def close_open_nodes_in(tx: WriteTransaction, session_id, status: str, error: st
                          f"got {status!r}")
     now = timezone.now()
     advance(tx, session_id, revs=0)  # lock the session first, like every other writer
-    open_nodes = list(Node.objects.filter(session_id=session_id, status=Node.Status.RUNNING).order_by("seq"))
+    open_nodes = list(running_nodes(session_id))
     if not open_nodes:
         return 0
     last_rev, _ = advance(tx, session_id, revs=len(open_nodes))

@@ -2,11 +2,12 @@
 from datetime import timedelta
 
 import pytest
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from dag.models import Node, Session
 from dag.recording import write_path
+from dag.recording.write_path import nodes as write_nodes
 from dag.recording.write_path import sql as write_sql
 
 from ..dag_helpers import new_session
@@ -110,6 +111,19 @@ def test_close_open_nodes_gives_each_closed_node_its_own_revision(django_capture
                     ("llm", "interrupted", 6, "worker died")]
     assert [m["rev"] for _, m in published] == [5, 6]
     assert Session.objects.get(pk=session.pk).rev == 6
+
+
+def test_the_nodes_a_sessions_end_closes_are_read_through_the_index_of_running_nodes():
+    session = new_session()
+    Node.objects.bulk_create([Node(session=session, seq=seq, kind="code", name="done", status="completed", rev=seq)
+                              for seq in range(200)])
+    open_node = Node.objects.create(session=session, seq=200, kind="code", name="open", status="running", rev=200)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":  # a table this small is read whole otherwise, index or not
+            cursor.execute("SET LOCAL enable_seqscan = off")
+        plan = write_nodes.running_nodes(session.id).explain()
+    assert "node_running_per_session" in plan
+    assert list(write_nodes.running_nodes(session.id)) == [open_node]
 
 
 def test_close_open_nodes_only_accepts_a_final_status():
