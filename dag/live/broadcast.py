@@ -152,7 +152,8 @@ class LayerForwarder:
                 # A flush scheduled on a loop that has since closed would never run.
                 self._flush_scheduled = False
 
-    def add(self, session_id: str, runs: Callable[[], list[tuple[int, int, str]]], *, at_once: bool = False) -> None:
+    def add(self, session_id: str, runs: Callable[[], list[tuple[int, int, str]]], *,
+            at_once: bool = False) -> None:
         """Send the changes of `runs()` (`frames.encoded_runs`), called only if anyone could hear them;
         `at_once`: without waiting for the window, everything pending with them."""
         loop = self._target_loop()

@@ -10,6 +10,7 @@ import json
 import time
 
 import channels.layers
+import pytest
 
 from dag.live import broadcast, frames
 
@@ -104,58 +105,60 @@ def test_a_session_change_is_found_at_the_start_of_a_change_only():
     assert frames.run_changes_session(frames.encoded_runs([session])[0][2])
 
 
-def test_a_runs_end_goes_at_once_with_what_waits_for_the_window(monkeypatch):
-    sent = []
+@pytest.fixture
+def sent(monkeypatch) -> list[dict]:
+    """The layer messages the forwarders send, in order."""
+    messages = []
 
     class RecordingLayer:
         async def group_send(self, group, message):
-            sent.append(message)
+            messages.append(message)
 
     monkeypatch.setattr(channels.layers, "get_channel_layer", lambda: RecordingLayer())
-    # A window far longer than the test's bound: only the end's going at once can send the second burst.
-    forwarder = broadcast.LayerForwarder(window_s=3600)
-    ended = {"type": "session", "rev": 3, "session": {"id": "s1", "status": "completed"}}
+    return messages
 
-    async def until(count: int) -> None:
-        deadline = asyncio.get_running_loop().time() + TIMEOUT_S
-        while len(sent) < count and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.01)
+
+async def _until_sent(sent: list, count: int = 1) -> None:
+    deadline = asyncio.get_running_loop().time() + TIMEOUT_S
+    while len(sent) < count and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.01)
+
+
+def _waiting_for_the_window() -> broadcast.LayerForwarder:
+    """A forwarder whose next flush would wait out a window far longer than any test's bound: only
+    what goes at once can be sent in time."""
+    forwarder = broadcast.LayerForwarder(window_s=3600)
+    forwarder._last_flush = time.monotonic()  # a flush went just now
+    return forwarder
+
+
+def test_a_runs_end_goes_at_once_with_what_waits_for_the_window(sent):
+    forwarder = _waiting_for_the_window()
+    ended = {"type": "session", "rev": 3, "session": {"id": "s1", "status": "completed"}}
 
     async def publish_a_run_from_a_writer_thread():
         forwarder.bind_loop(asyncio.get_running_loop())
-        forwarder._last_flush = time.monotonic()  # a flush went just now: the next waits the window
         await asyncio.to_thread(forwarder.add, "s1", lambda: frames.encoded_runs([change(1), change(2)]))
         await asyncio.sleep(0.05)
         assert not sent  # the changes wait for the window
         await asyncio.to_thread(forwarder.add, "s1", lambda: frames.encoded_runs([ended]),
                                 at_once=broadcast.session_list_notify.ends_run([ended]))
-        await until(1)
+        await _until_sent(sent)
 
     asyncio.run(publish_a_run_from_a_writer_thread())
     assert [(message["first"], message["last"]) for message in sent] == [(1, 3)]
 
 
-def test_a_runs_end_pending_before_the_window_starts_is_not_kept_waiting(monkeypatch):
-    sent = []
-
-    class RecordingLayer:
-        async def group_send(self, group, message):
-            sent.append(message)
-
-    monkeypatch.setattr(channels.layers, "get_channel_layer", lambda: RecordingLayer())
-    forwarder = broadcast.LayerForwarder(window_s=3600)
+def test_a_runs_end_pending_before_the_window_starts_is_not_kept_waiting(sent):
+    forwarder = _waiting_for_the_window()
     ended = {"type": "session", "rev": 2, "session": {"id": "s1", "status": "cancelled"}}
 
     async def both_added_before_the_flush_runs():
-        loop = asyncio.get_running_loop()
-        forwarder.bind_loop(loop)
-        forwarder._last_flush = time.monotonic()  # a flush went just now: the next would wait the window
+        forwarder.bind_loop(asyncio.get_running_loop())
         # Added from this loop's own thread, the flush task cannot start before both are pending.
         forwarder.add("s1", lambda: frames.encoded_runs([change(1)]))
         forwarder.add("s1", lambda: frames.encoded_runs([ended]), at_once=True)
-        deadline = loop.time() + TIMEOUT_S
-        while not sent and loop.time() < deadline:
-            await asyncio.sleep(0.01)
+        await _until_sent(sent)
 
     asyncio.run(both_added_before_the_flush_runs())
     assert [(message["first"], message["last"]) for message in sent] == [(1, 2)]
