@@ -236,8 +236,11 @@ def test_a_second_ctrl_c_leaves_at_once_and_the_run_in_this_process_ends_interru
     # session, or it would read running until a reaper noticed.
     from dag.runs.executors import EXITED_DURING_RUN
     with run_function_in_a_child("deaf_until_released", OPENPROGRAM_FUNCTION_MODULES="tests.web.launch_helpers") as child:
-        session = wait_for(lambda: Session.objects.filter(owner=local_user, status="running").first(), 60,
-                           "the CLI's run to start")
+        # Its node, not its session's status: a stop that came between the claim and the call would end
+        # the run at the call's entry, before it is deaf to stops.
+        entered = wait_for(lambda: Node.objects.filter(session__owner=local_user, name="deaf_until_released",
+                                                       status="running").first(), 60, "the CLI's run to start")
+        session = entered.session
         child.send_signal(signal.SIGINT)
         wait_for(lambda: Session.objects.filter(pk=session.pk, cancel_requested=True).exists(), 60,
                  "the first Ctrl-C's stop request")
