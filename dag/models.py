@@ -135,6 +135,8 @@ class Node(models.Model):
     model = models.CharField(max_length=200, blank=True)
     usage = models.JSONField(null=True, blank=True)  # {"input_tokens": N, "output_tokens": M}
     error = models.TextField(blank=True)
+    # An error's traceback as the user's frames (runtime.tracebacks): "" for a call that did not fail.
+    traceback = models.TextField(blank=True)
     # What turned a refused call away, as data for the browser: "depth" (the per-name ceiling) or
     # "budget:<dimension>"; empty for a call that was not refused.
     refusal = models.CharField(max_length=32, blank=True, default="")
@@ -188,6 +190,7 @@ def _node_record(values: dict) -> dict:
         "input": values["input"],
         "output": values["output"],
         "error": values["error"],
+        "traceback": values["traceback"],
         "refusal": values["refusal"],
         "model": values["model"],
         "usage": values["usage"],

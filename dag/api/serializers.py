@@ -145,6 +145,9 @@ class NodeSerializer(AsDictSerializer):
     input = serializers.JSONField(allow_null=True)
     output = serializers.JSONField(allow_null=True)
     error = serializers.CharField(allow_blank=True)
+    traceback = serializers.CharField(allow_blank=True, help_text="For a call that failed: the traceback of "
+                                      "its exception, the user's frames as file:line, the runtime's folded; "
+                                      "else empty.")
     refusal = serializers.CharField(allow_blank=True, help_text='What refused the call: "depth" (the per-name '
                                     'depth ceiling), "budget:<dimension>", or empty.')
     model = serializers.CharField(allow_blank=True)
@@ -164,8 +167,9 @@ class ExportSerializer(serializers.Serializer):
 def _budget_limit(name: str) -> serializers.Field:
     """A launch budget limit as documented: its bounds are the ones `launch_budget` checks."""
     kind = serializers.IntegerField if name in launch_budget.COUNTS else serializers.FloatField
+    # null is taken as the limit not given (`launch_budget.clean_budget`), so the schema allows it too.
     return kind(min_value=launch_budget.MINIMUM[name], max_value=launch_budget.MAXIMUM[name], required=False,
-                help_text=launch_budget.HELP[name])
+                allow_null=True, help_text=f"{launch_budget.HELP[name]} null: no limit.")
 
 
 class LaunchBudgetShape(serializers.Serializer):
@@ -185,7 +189,8 @@ class LaunchBudgetField(LaunchJSONField):
 class LaunchSerializer(serializers.Serializer):
     """Checks only the request's shape; the arguments are checked against the function's own schema."""
 
-    function = serializers.CharField(max_length=200, help_text="The function's name, from GET /api/functions/.")
+    function = serializers.CharField(min_length=1, max_length=200,
+                                     help_text="The function's name, from GET /api/functions/.")
     args = ArgumentsField(required=False, default=dict,
                                  help_text="Arguments by parameter name, as the function's spec describes.")
     budget = LaunchBudgetField(required=False, allow_null=True, default=None,

@@ -100,9 +100,18 @@ def _add_children(branch: Tree, parent: Optional[int], children: dict, shown: Op
         if len(entry) > 1:
             branch.add(fold_label(entry))  # folded, as on the page: its calls' own calls are not drawn
         else:
-            _add_children(branch.add(node_label(entry[0], now)), entry[0]["id"], children, shown, now)
+            call = branch.add(node_label(entry[0], now))
+            if _raised_here(entry[0], children):
+                call.add(Text(entry[0]["traceback"].rstrip(), style="red"))
+            _add_children(call, entry[0]["id"], children, shown, now)
     if hidden:
         branch.add(_elision(hidden))
+
+
+def _raised_here(node: dict, children: dict) -> bool:
+    """True if `node` failed with a traceback none of its calls has: the exception was raised in its own
+    body, so its traceback is drawn under it (its callers' show the same frames and more)."""
+    return bool(node.get("traceback")) and not any(child.get("traceback") for child in children.get(node["id"], ()))
 
 
 def _fold(siblings: list[dict]) -> list[list[dict]]:

@@ -13,10 +13,12 @@ when the recorder is garbage-collected).
 from __future__ import annotations
 
 from datetime import datetime
+from functools import partial
 from typing import Any, Optional
 
 from runtime.context import Frame
 from runtime.recorder import Recorder
+from runtime.tracebacks import user_traceback
 
 from ..models import Node, Session
 from . import clock, write_path
@@ -96,8 +98,9 @@ class DjangoRecorder(Recorder):
         node = self._open.pop(frame.node, None)
         if node is None:
             return
+        failed = {"traceback": clean_text(user_traceback(error))} if status == Node.Status.ERROR else {}
         self._off_loop(self._writes.finish, node, status=status, output=json_safe(output),
-                       error=error_text(error))
+                       error=error_text(error), **failed)
 
     def function_refused(self, frame: Frame, error: BaseException) -> None:
         now = clock.now()
@@ -149,8 +152,8 @@ class DjangoRecorder(Recorder):
 
     def budget_updated(self, limits: dict, spend: dict) -> None:
         """A delegation budget's limits or spend changed: keep them on the session for viewers."""
-        self._off_loop(lambda: write_path.update_session(self.session_id, lease=self.lease, budget=limits,
-                                                         budget_spend=spend))
+        self._off_loop(write_path.borrowed, f"session {self.session_id}'s budget", lambda: write_path.update_session(
+            self.session_id, lease=self.lease, budget=limits, budget_spend=spend))
 
     # -- context for model calls -----------------------------------------------------------------
 
@@ -161,5 +164,5 @@ class DjangoRecorder(Recorder):
         self.flush()  # read-your-writes: the context shows every call made before this model call
         node = self._open.get(viewer.node)
         seq = node.seq if node is not None else None
-        return self._off_loop(render_frame_context, self.session_id, viewer.node, seq,
-                              frame.render_range or viewer.render_range)
+        return self._off_loop(write_path.borrowed, f"session {self.session_id}'s context", partial(
+            render_frame_context, self.session_id, viewer.node, seq, frame.render_range or viewer.render_range))

@@ -23,6 +23,7 @@ export function renderDetails(panel, model, id, {ceiling, onSelect}) {
       "The database keeps the whole value; the session export has it."}));
   }
   if (node.error) panel.append(section("Error", el("pre", {class: "error-text", text: node.error})));
+  if (node.traceback) panel.append(section("Traceback", el("pre", {class: "error-text traceback", text: node.traceback})));
   if (node.kind === "llm") appendExchange(panel, node);
   else appendCall(panel, node);
 }
