@@ -79,7 +79,8 @@ def _secret_key() -> str:
 
 SECRET_KEY = _secret_key()
 DEBUG = env_bool("DEBUG", False)
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver")
+# Django's test client's "testserver" is added by the test set-up (pytest-django, Django's runner), not here.
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
 INSTALLED_APPS = [
@@ -105,6 +106,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "openprogram_web.private_cache.PrivateCacheMiddleware",  # a logged-in user's answers: no shared cache
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "openprogram_web.security.ContentSecurityPolicyMiddleware",
@@ -148,7 +150,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 elif DATABASES["default"].get("NAME"):
     # Two test runs at once on one server would otherwise both claim "test_<name>".
     DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{os.getpid()}"}
-DB_POOL_SIZE = env_number("OPENPROGRAM_DB_POOL_SIZE", 50, maximum=1000)
+# Small, and the same whatever a worker's concurrency: a run borrows a connection for one operation at a
+# time (dag.recording.write_path.borrowing), and 4 of these are kept for the process's upkeep.
+DB_POOL_SIZE = env_number("OPENPROGRAM_DB_POOL_SIZE", 10, maximum=1000)
 # Both above 0: the pool looks for an idle connection to close every IDLE_S (0 would never rest), and a
 # request waits TIMEOUT_S for a connection the pool opens in the background (0 would fail every first one).
 DB_POOL_IDLE_S = env_number("OPENPROGRAM_DB_POOL_IDLE_S", 60.0, float, maximum=86_400, positive=True)
@@ -332,6 +336,7 @@ OPENPROGRAM_STOP_POLL_S = os.environ.get("OPENPROGRAM_STOP_POLL_S")
 OPENPROGRAM_CANCEL_DEADLINE_S = os.environ.get("OPENPROGRAM_CANCEL_DEADLINE_S")
 OPENPROGRAM_LEASE_S = os.environ.get("OPENPROGRAM_LEASE_S")
 OPENPROGRAM_HEARTBEAT_S = os.environ.get("OPENPROGRAM_HEARTBEAT_S")
+OPENPROGRAM_DB_OUTAGE_S = os.environ.get("OPENPROGRAM_DB_OUTAGE_S")
 OPENPROGRAM_WRITE_BATCH_MS = os.environ.get("OPENPROGRAM_WRITE_BATCH_MS")
 OPENPROGRAM_WRITE_BATCH_ROWS = os.environ.get("OPENPROGRAM_WRITE_BATCH_ROWS")
 OPENPROGRAM_WRITER = os.environ.get("OPENPROGRAM_WRITER")
@@ -352,5 +357,8 @@ LOGGING = {
     # from an error in the server's output.
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # A bad Host header, which any client can send: one warning line, not an error with a traceback.
+    "filters": {"one_warning_line": {"()": "openprogram_web.log_filters.OneWarningLine"}},
+    "loggers": {"django.security.DisallowedHost": {"filters": ["one_warning_line"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }

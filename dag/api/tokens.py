@@ -62,6 +62,12 @@ class TokenView(APIView):
     def get_permissions(self):
         return [AllowAny()] if self.request.method == "POST" else [IsAuthenticated()]
 
+    def get_authenticators(self):
+        # A POST authenticates by its username and password alone: a stale `Authorization: Token` header
+        # (a token a logout revoked) must not refuse the credentials that would replace it. The schema's
+        # generator asks with no request.
+        return [] if getattr(self.request, "method", None) == "POST" else super().get_authenticators()
+
     def get_throttles(self):
         return [LoginRateThrottle()] if self.request.method == "POST" else []
 
@@ -81,7 +87,7 @@ class TokenView(APIView):
         response = super().handle_exception(exc)
         return logged_once(response) if isinstance(exc, ThrottleUnavailable) else response
 
-    @extend_schema(request=AuthTokenSerializer, responses={
+    @extend_schema(request=AuthTokenSerializer, auth=[], responses={
         200: TokenSerializer,
         400: inline_serializer("TokenError", {"non_field_errors": serializers.ListField(
             child=serializers.CharField(), required=False, help_text="e.g. wrong username or password")}),

@@ -366,3 +366,16 @@ def test_a_revoke_made_while_a_rotate_commits_waits_and_revokes_the_new_token(us
     revoker.join()
     assert rotated.status_code == 200
     assert not AuthToken.objects.filter(user=user).exists() and not works(rotated.json()["token"])
+
+
+def test_a_stale_token_sent_with_the_password_does_not_stop_a_new_token(user, other_user):
+    """A script whose token a logout revoked sends it again with the password: it gets a new token."""
+    for someone, password in ((user, "alice-password-1"), (other_user, "bob-password-1")):
+        stale = obtain() if someone is user else None
+        if stale:
+            with_token(stale).delete("/api/token/")
+        client = with_token(stale or "0123abcd" * 8)
+        response = client.post("/api/token/", {"username": someone.username, "password": password}, format="json")
+        assert response.status_code == 200 and works(response.json()["token"])
+        assert client.post("/api/token/", {"username": someone.username, "password": "wrong"},
+                           format="json").status_code == 400

@@ -68,3 +68,19 @@ def test_options_on_the_docs_page_lists_its_methods_in_json(user):
     response = client.options("/api/docs/")
     assert response.status_code == 200 and response["Content-Type"] == "application/json"
     assert "GET" in response["Allow"] and response.json()["name"]
+
+
+def test_the_launch_schema_says_what_the_server_takes(tmp_path):
+    """An empty function name is refused (minLength 1); a null budget limit is taken as no limit."""
+    target = tmp_path / "schema.yaml"
+    call_command("spectacular", "--file", str(target), stdout=io.StringIO())
+    components = yaml.safe_load(target.read_text())["components"]["schemas"]
+    assert components["Launch"]["properties"]["function"]["minLength"] == 1
+    assert all(limit["nullable"] for limit in components["LaunchBudgetShape"]["properties"].values())
+
+
+def test_asking_for_a_token_needs_no_authentication_in_the_schema(tmp_path):
+    target = tmp_path / "schema.yaml"
+    call_command("spectacular", "--file", str(target), stdout=io.StringIO())
+    token = yaml.safe_load(target.read_text())["paths"]["/api/token/"]
+    assert "security" not in token["post"] and token["delete"]["security"]
