@@ -1,11 +1,14 @@
 """The one registry of LLM-callable tools, shared by `@agentic_function` and `@function`."""
 from __future__ import annotations
 
+import logging
 import threading
 from contextlib import contextmanager
 from typing import Iterator, Optional
 
 from .errors import ToolRegistrationError
+
+logger = logging.getLogger("runtime")
 
 
 class Registry:
@@ -15,6 +18,7 @@ class Registry:
     def __init__(self) -> None:
         self._tools: dict[str, object] = {}
         self._lock = threading.Lock()
+        self._mixed_toolsets_told: set[tuple[str, ...]] = set()
 
     def register(self, tool) -> None:
         """Add `tool` under `tool.tool_name`.
@@ -65,7 +69,23 @@ class Registry:
             return self.all()
         if name == "none":
             return []
-        return [t for t in self._tools.values() if name in t.options.toolset]
+        tools = [t for t in self._tools.values() if name in t.options.toolset]
+        self._tell_mixed_toolset(name, tools)
+        return tools
+
+    def _tell_mixed_toolset(self, name: str, tools: list) -> None:
+        """Warn, once per toolset and set of modules, when a toolset holds tools of several modules:
+        toolset names are global, so an `exec(toolset=...)` written for one module's tools would
+        silently offer another module's too."""
+        modules = tuple(sorted({_module_of(t) for t in tools}))
+        if len(modules) < 2 or (name, *modules) in self._mixed_toolsets_told:
+            return
+        self._mixed_toolsets_told.add((name, *modules))
+        members = "; ".join(f"{module}: {', '.join(t.tool_name for t in tools if _module_of(t) == module)}"
+                            for module in modules)
+        logger.warning("toolset %r holds tools of %d modules (%s), and exec(toolset=%r) offers them all. "
+                       "Give each module's tools a toolset name of their own to keep them apart.",
+                       name, len(modules), members, name)
 
     @contextmanager
     def isolated(self, tools: Optional[dict] = None) -> Iterator["Registry"]:
@@ -78,6 +98,12 @@ class Registry:
         finally:
             with self._lock:
                 self._tools = saved
+
+
+def _module_of(tool) -> str:
+    """The module that defined `tool` (its origin, for a tool object that wraps no function)."""
+    fn = getattr(tool, "fn", None)
+    return fn.__module__ if fn is not None else tool.origin
 
 
 def _local_redefinition(existing, tool) -> bool:
