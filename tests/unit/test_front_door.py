@@ -39,20 +39,28 @@ def _readme_module() -> str:
     return re.search(r"```python\n# myproject/agents\.py\n(.*?)```", text, re.S).group(1)
 
 
-def test_readme_example_module_runs_next_to_the_examples(tmp_path):
-    # The README tells users to list their module after examples.functions: the two must coexist.
+def test_readme_example_module_answers_offline_as_printed_next_to_the_examples(tmp_path):
+    # The README tells users to list their module after examples.functions: the two must coexist, the
+    # question it prints must get the answer it promises on the offline model, and no toolset is mixed.
+    readme = (REPO / "README.md").read_text()
+    question = re.search(r'Ask "([^"]+)": the model calls `find_notes`', readme).group(1)
     (tmp_path / "myproject").mkdir()
     (tmp_path / "myproject" / "agents.py").write_text(_readme_module())
     script = ("import examples.functions, myproject.agents as module\n"
-              "from runtime.function import Tool\n"
-              "print(module.librarian('Who wrote the guard?'))\n"
-              "for tool in vars(module).values():\n"
-              "    if isinstance(tool, Tool) and not tool.agentic:\n"
-              "        print(tool('guard'))\n")
+              f"print(module.librarian({question!r}))\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           cwd=REPO, env={"PYTHONPATH": f"{tmp_path}:{REPO}", "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
-    assert "simulated model" in done.stdout
+    assert done.stdout.splitlines()[-1] == '- find_notes: ["Ada wrote the recursion guard."]', done.stdout
+    assert "toolset" not in done.stderr  # no warning of a toolset shared with examples.functions
+
+
+def test_readme_is_a_front_page_that_links_every_docs_page():
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.splitlines()) <= 250
+    pages = {path.relative_to(REPO).as_posix() for path in (REPO / "docs").glob("*.md")}
+    assert pages and not {page for page in pages if f"]({page})" not in readme}
+    assert "](docs/screenshot.png)" in readme and (REPO / "docs" / "screenshot.png").exists()
 
 
 def _logging_venv(tmp_path: Path) -> tuple[Path, Path]:
@@ -124,14 +132,14 @@ def test_bench_installs_the_browser_its_page_load_bench_drives(tmp_path):
     assert "bin/ensure-browser" in planned
 
 
-def test_every_setting_read_from_the_environment_is_in_the_readme():
+def test_every_setting_read_from_the_environment_is_in_the_configuration_page():
     settings = (REPO / "openprogram_web" / "settings.py").read_text()
     names = set(re.findall(r'environ(?:\.get)?[\[(]"([A-Z_]+)"', settings))
     names |= set(re.findall(r'env_(?:bool|list)\("([A-Z_]+)"', settings))
     for module in [*(REPO / "runtime").rglob("*.py"), *(REPO / "dag").rglob("*.py")]:  # the runtime's own
         names |= set(re.findall(r'"(OPENPROGRAM_[A-Z_]+)"', module.read_text()))
-    readme = (REPO / "README.md").read_text()
-    assert names and not {name for name in names if f"`{name}`" not in readme}
+    page = (REPO / "docs" / "configuration.md").read_text()
+    assert names and not {name for name in names if f"`{name}`" not in page}
 
 
 def test_stop_bench_leaves_the_users_var_dir_and_no_scratch_behind(tmp_path):
@@ -149,7 +157,8 @@ def test_stop_bench_leaves_the_users_var_dir_and_no_scratch_behind(tmp_path):
 def test_every_manage_py_command_the_docs_and_messages_name_exists():
     from django.core.management import get_commands
 
-    texts = [REPO / "README.md", *(REPO / "bench").rglob("*.py"), *(REPO / "dag").rglob("*.py")]
+    texts = [REPO / "README.md", *(REPO / "docs").glob("*.md"), *(REPO / "bench").rglob("*.py"),
+             *(REPO / "dag").rglob("*.py")]
     named = {(path.name, name) for path in texts
              for name in re.findall(r"manage\.py ([a-z_]+)", path.read_text(encoding="utf-8"))}
     assert named and not {(where, name) for where, name in named if name not in get_commands()}
