@@ -5,20 +5,34 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 STAMP := $(VENV)/.requirements-installed
+TEST_STAMP := $(VENV)/.requirements-test-installed
 # The scaled-out configuration the second test pass runs against (real PostgreSQL and Redis).
 PG_URL ?= postgres://postgres@127.0.0.1:5432/openprogram
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: setup run worker test reliability-reset test-embedded test-browser test-scaled services browser bench bench-peers clean
+.PHONY: setup run worker test test-tools reliability-reset test-embedded test-browser test-scaled services browser bench bench-peers clean
 
+# pip_install(file, log): install a pinned requirements file into the venv, pip's own errors shown, its exit kept.
+define pip_install
+	@echo "installing $(1) into $(VENV)"
+	@$(BIN)/pip install --quiet --disable-pip-version-check -r $(1) >$(VENV)/$(2) 2>&1; rc=$$?; \
+	  grep -v "is ignored: it is neither" $(VENV)/$(2) >&2; \
+	  if [ $$rc -ne 0 ]; then echo "make: pip install -r $(1) failed (exit $$rc)" >&2; exit $$rc; fi
+endef
+
+# What serving needs, and nothing else: `make run` from a fresh clone installs only this.
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@echo "installing requirements.txt into $(VENV)"
-	@$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt >$(VENV)/pip.log 2>&1; rc=$$?; \
-	  grep -v "is ignored: it is neither" $(VENV)/pip.log >&2; \
-	  if [ $$rc -ne 0 ]; then echo "make: pip install -r requirements.txt failed (exit $$rc)" >&2; exit $$rc; fi
+	$(call pip_install,requirements.txt,pip.log)
 	@$(BIN)/python -c "import django, channels, daphne, rest_framework" || { echo "dependency install failed" >&2; exit 1; }
 	@touch $(STAMP)
+
+# The test and bench tools (pytest, Playwright, schemathesis, ...), added by `make test` and `make bench`.
+$(TEST_STAMP): $(STAMP) requirements-test.txt
+	$(call pip_install,requirements-test.txt,pip-test.log)
+	@touch $(TEST_STAMP)
+
+test-tools: $(TEST_STAMP)
 
 setup: $(STAMP)
 	@$(BIN)/python manage.py migrate --noinput -v 0
@@ -30,7 +44,7 @@ run: $(STAMP)
 
 # One Celery worker for OPENPROGRAM_EXECUTOR=celery (README, "Scaling out"): the same venv and environment
 # as the web process; a threads pool (runs wait on models, not the CPU) of OPENPROGRAM_WORKER_CONCURRENCY
-# threads (default 8; openprogram_web/celery.py reads it through dag.conf). Start as many as you like, on any machine that reaches PostgreSQL and Redis.
+# threads (default 200; openprogram_web/celery.py reads it through dag.conf). Start as many as you like, on any machine that reaches PostgreSQL and Redis.
 worker: $(STAMP)
 	$(BIN)/python -m celery -A openprogram_web worker --pool threads -n worker-$$$$@%h --loglevel $${LOG_LEVEL:-INFO}
 
@@ -44,7 +58,7 @@ define run_pytest
 	  if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; fi; exit $$rc
 endef
 
-test: setup services browser reliability-reset test-embedded test-browser test-scaled
+test: setup test-tools services browser reliability-reset test-embedded test-browser test-scaled
 	@$(BIN)/python bin/reliability-summary
 
 # The reliability suite's figures (tests/reliability/figures.py) cover one `make test`.
@@ -67,7 +81,7 @@ browser:
 	@bash bin/ensure-browser
 
 # Every bench/bench_*.py in turn, bench_peers.py (the `bench-peers` table) among them.
-bench: setup services browser
+bench: setup test-tools services browser
 	@for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
 # This project beside openprogram 0.5.0 and openai-agents 0.24.0, offline: the peers go in their own venv

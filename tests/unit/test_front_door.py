@@ -121,6 +121,27 @@ def test_run_starts_django_once_before_serving(tmp_path):
     assert calls == ["python bin/prepare-run", f"daphne -b 127.0.0.1 -p {port} openprogram_web.serve:application"]
 
 
+TEST_TOOLS = ("pytest", "pytest-django", "pytest-asyncio", "playwright", "schemathesis", "hypothesis", "websockets")
+
+
+def _pinned(requirements: str) -> set[str]:
+    lines = (REPO / requirements).read_text().splitlines()
+    return {line.split("==")[0].split("[")[0] for line in lines if "==" in line and not line.startswith("#")}
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_run_installs_only_what_serving_needs_and_test_adds_the_test_tools(tmp_path):
+    # Playwright alone is 165 MB of a fresh clone's venv, and only the tests and benches drive a browser.
+    assert not _pinned("requirements.txt") & set(TEST_TOOLS)
+    assert set(TEST_TOOLS) <= _pinned("requirements-test.txt")
+    venv = tmp_path / "venv"
+    planned = {target: subprocess.run(["make", "-n", "-C", str(REPO), f"VENV={venv}", target],
+                                      capture_output=True, text=True, check=True).stdout
+               for target in ("run", "test", "bench")}
+    assert "-r requirements.txt" in planned["run"] and "requirements-test.txt" not in planned["run"]
+    assert "-r requirements-test.txt" in planned["test"] and "-r requirements-test.txt" in planned["bench"]
+
+
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_bench_installs_the_browser_its_page_load_bench_drives(tmp_path):
     # bench_render.py drives Chromium; on a fresh machine `make bench` must fetch it as `make test` does.
