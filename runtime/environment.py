@@ -32,18 +32,22 @@ def unattended_by_default() -> bool:
 
 def environment_problems() -> list[str]:
     """What is wrong with the runtime's OPENPROGRAM_* environment variables, one message each (the model
-    spec, the default budget, the reply caps, the model timeout and retries, OPENPROGRAM_UNATTENDED)."""
+    spec and its provider's key, the default budget, the reply caps, the model timeout and retries, OPENPROGRAM_UNATTENDED)."""
     from .default_budget import default_llm_calls
     from .dispatch import max_tool_calls_per_reply
-    from .providers.base import resolve_model
+    from .providers.base import BUILTIN_PROVIDERS, provider_class, resolve_model
     from .providers.sdk import DEFAULT_TIMEOUT_S, MAX_TOKENS_ENV
     from .retry import RetryPolicy, env_number
 
-    def model_spec() -> None:  # OPENPROGRAM_MODEL
+    def model_spec() -> None:  # OPENPROGRAM_MODEL, and the key or base URL of the provider it names
         try:
-            resolve_model(None)
+            name, _ = resolve_model(None)
         except ValueError as exc:
             raise ValueError(f"OPENPROGRAM_MODEL: {exc}") from None
+        # Built-in providers only: a provider of one's own is imported at its first call, not at start-up.
+        problem = provider_class(name).configuration_problem() if name in BUILTIN_PROVIDERS else None
+        if problem:
+            raise ValueError(f"OPENPROGRAM_MODEL names the {name} provider, but there is {problem}")
 
     readers = [model_spec, default_llm_calls, max_tool_calls_per_reply, RetryPolicy.from_env, unattended_by_default,
                lambda: env_number("OPENPROGRAM_MODEL_TIMEOUT_S", DEFAULT_TIMEOUT_S),

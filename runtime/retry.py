@@ -1,15 +1,19 @@
 """Retrying a model call: exponential backoff on transient failures, bounded in count and in time.
 
-Transient means HTTP 429, 5xx, a timeout or a dropped connection; a 4xx other than 429 is the
-caller's mistake and is never retried. A server's Retry-After is honoured: the wait before the retry is
-at least what it asked (and a wait past the policy's time left ends the retries). The backoff sleep is
-interruptible, so a stop pressed while a call waits to be retried ends it at once.
+Transient means HTTP 408, 409, 429, 5xx, a timeout or a dropped connection; any other 4xx is the
+caller's mistake and is never retried, and neither is a 5xx whose body says the request itself is
+invalid (llama-cpp-python's server answers a request its schema refuses with a 500 listing "N
+validation errors"): the same request fails the same way every time. A server's Retry-After is
+honoured: the wait before the retry is at least what it asked (and a wait past the policy's time left
+ends the retries). The backoff sleep is interruptible, so a stop pressed while a call waits to be
+retried ends it at once.
 """
 from __future__ import annotations
 
 import email.utils
 import math
 import os
+import re
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -70,9 +74,25 @@ def retry_after_seconds(value: Optional[str]) -> Optional[float]:
     return max(seconds, 0.0) if math.isfinite(seconds) else None
 
 
+# 4xx statuses that say "not now" rather than "not this": a timed-out request, a conflict, a rate limit.
+RETRYABLE_CLIENT_STATUSES = (408, 409, 429)
+# How pydantic (behind FastAPI servers: llama-cpp-python, vLLM) starts a list of schema complaints.
+_VALIDATION_ERRORS = re.compile(r"\b\d+ validation errors?\b")
+
+
 def is_retryable_status(status: Optional[int]) -> bool:
-    """429 and 5xx are worth another try; no status means the request never got an answer."""
-    return status is None or status == 429 or status >= 500
+    """408, 409, 429 and 5xx are worth another try; no status means the request never got an answer."""
+    return status is None or status in RETRYABLE_CLIENT_STATUSES or status >= 500
+
+
+def is_validation_complaint(message: str) -> bool:
+    """Whether a server's error message says the request failed its schema (which no retry changes)."""
+    return bool(_VALIDATION_ERRORS.search(message))
+
+
+def is_retryable_failure(status: Optional[int], message: str) -> bool:
+    """Whether a failed call may succeed if sent again: a retryable status, not a schema complaint."""
+    return is_retryable_status(status) and not is_validation_complaint(message)
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Optional
 
 from ..messages import ModelReply, ModelRequest, clean_usage, parse_arguments
-from ..retry import ProviderError
 from .sdk import DEFAULT_MAX_TOKENS, SDKProvider, http_client
 
 # Stop reasons meaning the reply was cut short, its text partial and its last tool_use's input perhaps too.
@@ -21,10 +20,14 @@ class AnthropicProvider(SDKProvider):
     def reply_token_cap(self) -> int:
         return self.max_tokens or DEFAULT_MAX_TOKENS  # the Messages API requires one
 
+    @classmethod
+    def missing_credentials(cls, api_key: Optional[str], base_url: Optional[str]) -> Optional[str]:
+        if api_key or os.environ.get("ANTHROPIC_AUTH_TOKEN"):
+            return None
+        return "no API key: set ANTHROPIC_API_KEY (or pass api_key=)"
+
     def make_client(self, timeout_s: float) -> Any:
         import anthropic
-        if not self.api_key and not os.environ.get("ANTHROPIC_AUTH_TOKEN"):
-            raise ProviderError(self.name, "no API key: set ANTHROPIC_API_KEY (or pass api_key=)")
         return anthropic.Anthropic(api_key=self.api_key, base_url=self.base_url, timeout=timeout_s,
                                    max_retries=0, http_client=http_client(timeout_s))
 

@@ -36,6 +36,12 @@ class Provider:
     def complete(self, request: ModelRequest, check: Optional[Callable[[], None]] = None) -> ModelReply:
         raise NotImplementedError
 
+    @classmethod
+    def configuration_problem(cls) -> Optional[str]:
+        """What the environment lacks for this provider to work (a key, say), checked at start-up;
+        None when nothing is."""
+        return None
+
     def close(self) -> None:
         """Release connections; the provider may be used again afterwards (it reconnects)."""
 

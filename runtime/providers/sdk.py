@@ -20,15 +20,15 @@ from typing import Any, Callable, Optional
 
 from .. import interrupt
 from ..messages import ModelReply, ModelRequest
-from ..retry import (ProviderError, RetryPolicy, call_with_retries, env_number, is_retryable_status,
-                     retry_after_seconds)
+from ..retry import ProviderError, RetryPolicy, call_with_retries, env_number, is_retryable_failure, retry_after_seconds
 from .base import Provider
+from .server_errors import complaint, context_overflow, error_code, is_context_overflow
 
 DEFAULT_TIMEOUT_S = 30.0  # per attempt, the whole response; the retries together stop at RetryPolicy.max_total_s
 # The cap on a reply's length in tokens (`max_tokens=` or this variable): Anthropic's max_tokens, which
-# its API requires (DEFAULT_MAX_TOKENS when neither is set); OpenAI's max_completion_tokens, sent only
-# when set, since compatible servers that do not know the field refuse the request, and a reasoning
-# model's thinking counts against it.
+# its API requires (DEFAULT_MAX_TOKENS when neither is set); for OpenAI and the servers speaking its
+# protocol, sent only when set (a reasoning model's thinking counts against it), under the field the
+# server reads (see OpenAIProvider.reply_cap_field).
 MAX_TOKENS_ENV = "OPENPROGRAM_MAX_TOKENS"
 DEFAULT_MAX_TOKENS = 4096
 
@@ -71,6 +71,11 @@ class SDKProvider(Provider):
 
     # -- what a subclass provides -------------------------------------------------------------
 
+    @classmethod
+    def missing_credentials(cls, api_key: Optional[str], base_url: Optional[str]) -> Optional[str]:
+        """What this provider lacks to reach its server with this key and base URL (None: nothing)."""
+        return None
+
     def make_client(self, timeout_s: float) -> Any:
         """A new SDK client with max_retries=0 and the given request timeout."""
         raise NotImplementedError
@@ -87,6 +92,19 @@ class SDKProvider(Provider):
         raise NotImplementedError
 
     # -- the shared machinery -----------------------------------------------------------------
+
+    @classmethod
+    def configuration_problem(cls) -> Optional[str]:
+        """What the environment lacks for this provider (its key, say), checked at start-up."""
+        return cls.missing_credentials(os.environ.get(cls.api_key_env) or None,
+                                       os.environ.get(cls.base_url_env) or None)
+
+    def client(self, timeout_s: float) -> Any:
+        """A new SDK client; a missing key is named here, before any request, and never retried."""
+        missing = self.missing_credentials(self.api_key, self.base_url)
+        if missing:
+            raise ProviderError(self.name, missing)
+        return self.make_client(timeout_s)
 
     def complete(self, request: ModelRequest, check: Optional[Callable[[], None]] = None) -> ModelReply:
         model = request.model or self.model
@@ -107,7 +125,7 @@ class SDKProvider(Provider):
 
     def _attempt(self, request: ModelRequest, model: str, timeout_s: float,
                  check: Optional[Callable[[], None]]) -> ModelReply:
-        client = self.make_client(timeout_s)
+        client = self.client(timeout_s)
         try:
             future = interrupt.spawn(self._send_classified, client, request, model, timeout_s)
             try:
@@ -176,8 +194,11 @@ class SDKProvider(Provider):
         except status_error as exc:
             status = getattr(exc, "status_code", None)
             headers = getattr(getattr(exc, "response", None), "headers", None) or {}
-            raise ProviderError(self.name, _error_message(exc), status=status,
-                                retryable=is_retryable_status(status),
+            message = complaint(exc)
+            if is_context_overflow(message, error_code(exc)):  # the same prompt never fits: not retried
+                raise ProviderError(self.name, context_overflow(message, self.reply_token_cap(), MAX_TOKENS_ENV),
+                                    status=status) from exc
+            raise ProviderError(self.name, message, status=status, retryable=is_retryable_failure(status, message),
                                 retry_after_s=retry_after_seconds(headers.get("retry-after"))) from exc
         except timeout_error as exc:
             raise ProviderError(self.name, _timed_out(timeout_s), retryable=True) from exc
@@ -227,13 +248,3 @@ def _excerpt(body: Any, limit: int = 60) -> str:
     text = body.decode(errors="replace") if isinstance(body, bytes) else body
     text = " ".join(text.split())
     return repr(text[:limit] + ("..." if len(text) > limit else "")) if text else "an empty body"
-
-
-def _error_message(exc: Exception) -> str:
-    """The server's own error message when the body has one, else the SDK's text."""
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return error["message"]
-    return getattr(exc, "message", None) or str(exc)

@@ -7,6 +7,7 @@ import pytest
 
 from runtime import Budget, Recorder, agentic_function, function, use_recorder
 from runtime.messages import ModelRequest
+from runtime.providers.openai_provider import OpenAIProvider
 from runtime.retry import ProviderError
 from runtime.runtime import Runtime
 
@@ -214,16 +215,20 @@ def test_anthropic_image_and_document_blocks_keep_their_source_data():
     assert server.requests[0]["messages"][0]["content"] == [image, document, {"type": "text", "text": "describe these"}]
 
 
-def test_openai_requests_carry_max_completion_tokens_only_when_it_is_set(monkeypatch):
-    # Unset, none is sent: compatible servers that do not know the field refuse the request, and a
-    # reasoning model's thinking counts against it. Anthropic's API requires one: 4096 unless set.
+def test_openai_requests_carry_a_reply_cap_only_when_it_is_set_in_the_field_the_server_reads(monkeypatch):
+    # Unset, none is sent: a reasoning model's thinking counts against it. Set, a compatible server gets
+    # max_tokens (llama-cpp-python and Ollama ignore max_completion_tokens), OpenAI's own API
+    # max_completion_tokens (its reasoning models refuse max_tokens). Anthropic's API requires one: 4096.
     monkeypatch.delenv("OPENPROGRAM_MAX_TOKENS", raising=False)
     with FakeServer([OpenAIWire.answer("a"), OpenAIWire.answer("b")]) as server:
         ask(make("openai", server)[0])
         monkeypatch.setenv("OPENPROGRAM_MAX_TOKENS", "123")
         ask(make("openai", server)[0])
-    assert "max_completion_tokens" not in server.requests[0] and server.requests[1]["max_completion_tokens"] == 123
-    assert "max_tokens" not in json.dumps(server.requests).replace("max_completion_tokens", "")
+    assert "max_tokens" not in server.requests[0] and server.requests[1]["max_tokens"] == 123
+    assert "max_completion_tokens" not in json.dumps(server.requests)
+    assert OpenAIProvider(api_key="k").reply_cap_field() == "max_completion_tokens"
+    assert OpenAIProvider(base_url="https://api.openai.com/v1").reply_cap_field() == "max_completion_tokens"
+    assert OpenAIProvider(base_url="http://127.0.0.1:11434/v1").reply_cap_field() == "max_tokens"
     monkeypatch.delenv("OPENPROGRAM_MAX_TOKENS")
     with FakeServer([AnthropicWire.answer("a")]) as server:
         ask(make("anthropic", server)[0])

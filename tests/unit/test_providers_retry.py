@@ -1,4 +1,5 @@
-"""Retry policy: exponential backoff, bounded by count and by total time, never on 4xx, stoppable."""
+"""Retry policy: exponential backoff, bounded by count and by total time, never on a 4xx but 408/409/429 nor on
+a request the server called invalid, stoppable."""
 import json
 
 import pytest
@@ -49,12 +50,31 @@ def test_retries_are_bounded_in_total_time(clock):
     assert clock == [1, 2, 4] and len(log) == 4  # the next wait (8s) would pass 10s in total
 
 
-@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 413, 422])
 def test_client_errors_are_never_retried(clock, status):
     log = []
     with pytest.raises(ProviderError, match=f"HTTP {status}"):
         call_with_retries(failing(status, log), RetryPolicy())
     assert log == [status] and clock == []
+
+
+@pytest.mark.parametrize("status", [408, 409, 429, 500, 502, 503])
+def test_a_timeout_a_conflict_a_rate_limit_and_server_errors_are_retried(clock, status):
+    log = []
+    with pytest.raises(ProviderError, match="after 2 attempts"):
+        call_with_retries(failing(status, log), RetryPolicy(max_retries=1))
+    assert log == [status] * 2
+
+
+@pytest.mark.parametrize("message, retryable", [
+    ("7 validation errors:\n  {'type': 'string_type', ...}", False),
+    ("1 validation error for CreateChatCompletionRequest", False),
+    ("CUDA out of memory", True),
+    ("", True),
+])
+def test_a_server_error_saying_the_request_is_invalid_is_not_retried(message, retryable):
+    assert retry.is_retryable_failure(500, message) is retryable
+    assert retry.is_retryable_failure(400, "overloaded") is False
 
 
 def test_success_after_failures_returns_the_result(clock):
