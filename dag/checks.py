@@ -69,6 +69,35 @@ def leases_outlast_heartbeats(app_configs=None, **kwargs) -> list[Error]:
 
 
 @register()
+def upkeep_is_never_starved(app_configs=None, **kwargs) -> list[Error]:
+    """The pool (PostgreSQL) leaves room for runs beside the process's upkeep, and a heartbeat that has to
+    wait for a connection still renews its lease in time: otherwise healthy runs are written off."""
+    from .recording.write_path.borrowing import UPKEEP_CONNECTIONS, pool_size, pool_timeout_s
+
+    try:
+        lease_s, heartbeat_s = conf.LEASE_S, conf.HEARTBEAT_S
+    except ImproperlyConfigured:
+        return []  # said by settings_are_valid
+    size, errors = pool_size(), []
+    if size and size <= UPKEEP_CONNECTIONS:
+        errors.append(Error(
+            f"OPENPROGRAM_DB_POOL_SIZE ({size}) leaves no connection for runs beside the {UPKEEP_CONNECTIONS} "
+            f"each process keeps for its upkeep (heartbeat, reaper, stop watcher, writer), whatever "
+            f"OPENPROGRAM_WORKER_CONCURRENCY is",
+            hint=f"Set OPENPROGRAM_DB_POOL_SIZE to {UPKEEP_CONNECTIONS + 6} (the default) or more, at least "
+                 f"{UPKEEP_CONNECTIONS + 1}, or 0 for no pool.", id="dag.E007"))
+    margin = lease_s - heartbeat_s
+    if size and pool_timeout_s() >= margin:
+        errors.append(Error(
+            f"OPENPROGRAM_DB_POOL_TIMEOUT_S ({pool_timeout_s():g} s) must be below OPENPROGRAM_LEASE_S less "
+            f"OPENPROGRAM_HEARTBEAT_S ({margin:g} s): a heartbeat waiting that long for a connection lets its "
+            f"runs' leases expire",
+            hint=f"Set OPENPROGRAM_DB_POOL_TIMEOUT_S to {max(margin / 2, 0.5):g} or raise OPENPROGRAM_LEASE_S.",
+            id="dag.E008"))
+    return errors
+
+
+@register()
 def function_modules_import(app_configs=None, **kwargs) -> list[Error]:
     """Every module in OPENPROGRAM_FUNCTION_MODULES imports: a typo is named here, not as a 500 on `/`."""
     errors = []

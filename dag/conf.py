@@ -45,13 +45,19 @@ DEFAULTS: dict[str, Any] = {
     "LEASE_S": 15.0,
     # Seconds between heartbeats, each renewing every lease of a process in one query (dag.runs.leases).
     "HEARTBEAT_S": 2.0,
+    # Seconds a lost or refused database connection is waited out (a failover, a restart, a network cut):
+    # the writer holds the runs' writes and tries again, and a run's own reads and writes are tried again
+    # (dag.recording.write_path.borrowing); past it, what still cannot reach the database fails, named.
+    "DB_OUTAGE_S": 30.0,
     # The window in which a burst of DAG changes is coalesced into one channel-layer message, seconds.
     "BROADCAST_WINDOW_S": 0.02,
     # Seconds between two updates of one session's row on the live session list (its last change, and its
     # end, always arrive): a run writing thousands of nodes a second sends a few row updates a second.
     "LIST_UPDATE_S": 0.25,
-    # Sessions one Celery worker (`make worker`) runs at once, each on a thread of its pool.
-    "WORKER_CONCURRENCY": 8,
+    # Sessions one Celery worker (`make worker`) runs at once, each on a thread of its pool. Runs mostly
+    # wait (on models, tools, people) and hold no database connection meanwhile, so this is high; a
+    # waiting run costs a thread's memory (bench/bench_scaled.py measures it), not a connection.
+    "WORKER_CONCURRENCY": 200,
     # The Celery queue launches are sent to and workers consume (separate deployments on one Redis).
     "CELERY_QUEUE": "openprogram",
     # Seconds before the broker hands an unacknowledged run to another worker: longer than the longest
@@ -96,7 +102,7 @@ MINIMUMS: dict[str, float] = {
     "EXECUTOR_WORKERS": 1, "MAX_ARGS_BYTES": 1, "MAX_ACTIVE_RUNS_PER_USER": 0, "MAX_STORED_BYTES_PER_USER": 0,
     "WS_HEARTBEAT_S": 0.1, "MAX_LIVE_SOCKETS_PER_USER": 0, "QUEUED_RESEND_S": 1, "BROADCAST_WINDOW_S": 0, "LIST_UPDATE_S": 0, "WORKER_CONCURRENCY": 1,
     "CELERY_VISIBILITY_TIMEOUT_S": 1, "STOP_POLL_S": 0.01, "CANCEL_DEADLINE_S": 0, "WRITE_BATCH_MS": 0,
-    "WRITE_BATCH_ROWS": 0, "LEASE_S": 1, "HEARTBEAT_S": 0.1,
+    "WRITE_BATCH_ROWS": 0, "LEASE_S": 1, "HEARTBEAT_S": 0.1, "DB_OUTAGE_S": 0,
 }
 _RATE = re.compile(r"^\d+/(s|sec|second|m|min|minute|h|hour|d|day)$")
 # Settings whose text has a form of its own: the check, and what to say when it fails.

@@ -42,7 +42,8 @@ app.conf.update(
     # would only deliver it again to a session already ended (and, with a run that kills its worker,
     # loop), so the message is acknowledged.
     task_reject_on_worker_lost=False,
-    # Runs wait on models and tools (I/O), so threads, each with its own database connection.
+    # Runs wait on models and tools (I/O), so threads; a run borrows a database connection only for
+    # each operation it makes (dag.recording.write_path.borrowing), so they share a small pool.
     worker_pool="threads",
     worker_concurrency=conf.WORKER_CONCURRENCY,
     # Wait for Redis at start-up instead of exiting (workers usually start beside it).

@@ -10,6 +10,8 @@ import asyncio
 import logging
 import os
 
+from django.utils import timezone
+
 from runtime import CancelledError, create_runtime, use_recorder, use_runtime
 
 from ..models import Session
@@ -34,8 +36,10 @@ def run_session(session_id) -> None:
     session too, then propagate: they ask the process (or the CLI) to stop, which is not the run's to
     swallow.
     """
-    lease = leases.worker_id()
-    session = write_path.claim_session(session_id, worker=lease)
+    lease, claimed_at = leases.worker_id(), timezone.now()
+    # Tried again through a database outage: a retry after a claim that committed unseen finds its own.
+    session = write_path.borrowed(f"session {session_id}'s claim", lambda: write_path.claim_session(
+        session_id, worker=lease, now=claimed_at))
     if session is None:
         return
     # One spelling of the id (a UUID's text) for the lease, the stop signal and the writes: the heartbeat
@@ -64,7 +68,7 @@ def run_session(session_id) -> None:
             status, error = _stopped_status(signal), error_text(exc)
         except BaseException as exc:  # whatever ended the run, the session ends too
             # A stop can surface as another error (a closed client); it is still a stop.
-            status = _stopped_status(signal) if signal.is_set else Session.Status.ERROR
+            status = _stopped_status(signal) if signal.is_set else _failed_status(exc)
             error = error_text(exc)
             if isinstance(exc, (SystemExit, KeyboardInterrupt)):
                 leaving = exc
@@ -83,19 +87,35 @@ def run_session(session_id) -> None:
 
 
 def _finish(session_id, status: str, result, error: str, lease: str) -> None:
+    def finish(status: str, **fields) -> None:
+        # Fenced too: a run that was written off (reaped, force-finished) changes nothing here. Tried
+        # again through an outage: a retry after an end that committed unseen finds the session ended.
+        write_path.borrowed(f"session {session_id}'s end", lambda: write_path.finish_session(
+            session_id, status, lease=lease, **fields))
+
     try:
-        # Fenced too: a run that was written off (reaped, force-finished) changes nothing here.
-        write_path.finish_session(session_id, status, result=result, error=error, lease=lease)
+        finish(status, result=result, error=error)
+    except write_path.DatabaseUnreachable:
+        log.error("session %s: its end (%s) could not be stored, the database out of reach; the reaper ends "
+                  "it interrupted once its lease expires", session_id, status)
     except Exception as exc:  # the database refused the result: the session still ends, saying why
         log.exception("session %s: its end (%s) could not be stored", session_id, status)
-        write_path.finish_session(session_id, Session.Status.ERROR, lease=lease,
-                                  error=f"the run ended {status}, but its end could not be stored: {error_text(exc)}")
+        finish(Session.Status.ERROR, error=f"the run ended {status}, but its end could not be stored: "
+                                           f"{error_text(exc)}")
 
 
 def _with_lost_calls(status: str, error: str, lost: BaseException) -> tuple[str, str]:
     note = f"some of the run's calls could not be recorded, so its tree is incomplete ({error_text(lost)})"
-    return (Session.Status.ERROR if status == Session.Status.COMPLETED else status,
+    return (_failed_status(lost) if status == Session.Status.COMPLETED else status,
             f"{error}; {note}" if error else note)
+
+
+def _failed_status(error: BaseException) -> str:
+    """A run ended by `error`: `interrupted` when the database stayed out of reach past
+    OPENPROGRAM_DB_OUTAGE_S (nothing the function did), else `error`."""
+    unreachable = isinstance(error, write_path.DatabaseUnreachable) or isinstance(
+        error.__cause__, write_path.DatabaseUnreachable)
+    return Session.Status.INTERRUPTED if unreachable else Session.Status.ERROR
 
 
 def _stopped_status(signal: stop.StopSignal) -> str:

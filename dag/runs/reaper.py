@@ -95,14 +95,43 @@ def start() -> None:
     _thread.ensure()
 
 
+class Reachability:
+    """Since when this process has reached the database without a failure (monotonic seconds; None while
+    it cannot). A lease is written off only once the database has been reachable for a whole lease: after
+    an outage that every process saw (a failover), the runs' heartbeats renew their leases first, so a
+    run that waited the outage out is not written off for the heartbeats the outage kept back."""
+
+    def __init__(self):
+        self.since: Optional[float] = None
+
+    def reached(self, now: float) -> None:
+        if self.since is None:
+            self.since = now
+
+    def lost(self) -> None:
+        self.since = None
+
+    def for_a_lease(self, now: float, lease_s: float) -> bool:
+        return self.since is not None and now - self.since >= lease_s
+
+
+def one_pass(reachability: Reachability) -> None:
+    """One round of the reaper's work."""
+    if reachability.for_a_lease(time.monotonic(), conf.pause_s("LEASE_S")):
+        reap()
+    stop.finish_overdue_cancellations()  # the other kind of session no run will finish
+    resend_queued()  # and the sessions no worker will start, their message lost
+    reachability.reached(time.monotonic())
+
+
 def _run() -> None:
+    reachability = Reachability()
     while True:
         time.sleep(max(conf.pause_s("LEASE_S") / 2, 0.1))
         try:
-            reap()
-            stop.finish_overdue_cancellations()  # the other kind of session no run will finish
-            resend_queued()  # and the sessions no worker will start, their message lost
+            one_pass(reachability)
         except Exception:  # a database hiccup must not end the reaper; the next pass reconnects
+            reachability.lost()
             log.exception("reaper pass failed")
         finally:
             connection.close()  # not held between passes (it would keep a test database from being dropped)

@@ -111,7 +111,8 @@ def watch(session_id) -> Iterator[StopSignal]:
         # A stop persisted before the signal was registered (between a run's claim and here) found
         # nothing to signal, and the watcher may poll only after the run's first calls; any later stop
         # finds the signal registered.
-        if Session.objects.filter(pk=signal.session_id, cancel_requested=True).exists():
+        if write_path.borrowed(f"session {signal.session_id}'s stop flag",
+                                 Session.objects.filter(pk=signal.session_id, cancel_requested=True).exists):
             signal.set(STOPPED)
         yield signal
     finally:

@@ -22,9 +22,14 @@ nothing, since no one can be watching it yet:
 - other session fields (a budget's spend, an admin's edit): `update_session`; deletion: `delete_sessions`;
 - import: `insert_imported_session`.
 
+A run's own database work (its claim, its reads, its end) goes through `borrowed`: a connection taken for
+the operation and given back after, so a waiting run holds none, and an outage waited out
+(`OPENPROGRAM_DB_OUTAGE_S`, then `DatabaseUnreachable`).
+
 A run's writes pass `lease=` (its worker id): `advance` refuses them with `WriteRefused` (a runtime
 `CancelledError`) once the session has ended or another worker holds it.
 """
+from .borrowing import DatabaseUnreachable, borrowed
 from .process_writer import flush_session
 from .imports import insert_imported_session
 from .leases import end_expired_lease, renew_leases
@@ -35,8 +40,8 @@ from .sessions import (NODE_STATUS_AT_END, STOPPED_BEFORE_START, claim_resend, c
                        finish_session, mark_sent, queue_session, record_stop_request, set_session_status,
                        update_session)
 
-__all__ = ["NODE_STATUS_AT_END", "RunWrites", "STOPPED_BEFORE_START", "WriteRefused", "claim_resend",
-           "claim_session", "close_open_nodes", "create_node", "delete_sessions", "end_expired_lease",
+__all__ = ["DatabaseUnreachable", "NODE_STATUS_AT_END", "RunWrites", "STOPPED_BEFORE_START", "WriteRefused",
+           "borrowed", "claim_resend", "claim_session", "close_open_nodes", "create_node", "delete_sessions", "end_expired_lease",
            "finish_node", "finish_session", "flush_session", "insert_imported_session", "mark_sent",
            "node_message", "queue_session", "record_stop_request", "renew_leases", "session_message",
            "set_session_status", "update_session"]

@@ -20,8 +20,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, Optional
 
+from django.db import DEFAULT_DB_ALIAS, connections
+
 from ...models import Node
-from .batch_writes import NumberedBatch, Outcome, Part, parts_of, prestage, write_parts
+from .batch_writes import (NumberedBatch, Outcome, Part, committed, parts_of, prestage, unseen_outcomes,
+                           write_parts)
+from .borrowing import DatabaseUnreachable, transient, waited_out
 from .revision import WriteRefused, refusal
 from .write_transaction import PIPELINED_VENDORS, WriteTransaction
 
@@ -84,14 +88,9 @@ class BatchWriter:
                                        if pipelined else None,
                                        staged=staged)
                 self._wait_at_gate()
-        except Exception:
-            # One session's bad write must not cost the others theirs: each part alone.
-            log.warning("a batch of %d node writes failed; writing it session by session", len(writes),
-                        exc_info=True)
+        except Exception as error:
             self._unstage_next()
-            outcomes = {}
-            for part in parts:
-                outcomes.update(self._write_alone(part))
+            outcomes = self._through_outage(parts) if transient(error) else self._part_by_part(parts)
         self._explain_refusals(outcomes)
         if any(outcome.refused or outcome.failure is not None for outcome in outcomes.values()):
             self._unstage_next()  # staged before these sessions' writes were known to fail
@@ -128,6 +127,36 @@ class BatchWriter:
             self.holding.set()
             self.gate.wait()
             self.holding.clear()
+
+    def _part_by_part(self, parts: list[Part]) -> dict[tuple, Outcome]:
+        """One session's bad write must not cost the others theirs: each part alone."""
+        log.warning("a batch of node writes for %d session(s) failed; writing it session by session",
+                    len(parts), exc_info=True)
+        outcomes: dict[tuple, Outcome] = {}
+        for part in parts:
+            outcomes.update(self._write_alone(part))
+        return outcomes
+
+    def _through_outage(self, parts: list[Part]) -> dict[tuple, Outcome]:
+        """The batch again, the database having gone away during it: tried until it is back (or
+        `OPENPROGRAM_DB_OUTAGE_S` has passed: then each session's writes fail, `DatabaseUnreachable`).
+        The runs meanwhile go on until the queue is full, then wait for room. A batch whose COMMIT went
+        through unseen is found committed, not written twice."""
+        connections[DEFAULT_DB_ALIAS].close()  # lost with the batch; the next try opens another
+
+        def attempt() -> dict[tuple, Outcome]:
+            if committed(parts):
+                return unseen_outcomes(parts)
+            with WriteTransaction() as tx:
+                return write_parts(tx, parts, self.open)
+
+        try:
+            return waited_out(f"a batch of node writes for {len(parts)} session(s)", attempt)
+        except DatabaseUnreachable as unreachable:
+            log.error("%s", unreachable)
+            return {part.key: Outcome(failure=unreachable) for part in parts}
+        except Exception:
+            return self._part_by_part(parts)
 
     def _write_alone(self, part: Part) -> dict[tuple, Outcome]:
         try:

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable, Optional
 
+from django.db.models import Q
+
 from ...live.frames import NodeItem
 from ...models import Node
 from . import numbered_sql, sql
@@ -92,6 +94,29 @@ def outcome_of(rows: list[Row]) -> Outcome:
         else:
             outcome.closed.append(row.pk)
     return outcome
+
+
+def committed(parts: list[Part]) -> bool:
+    """Whether a batch of `parts` whose COMMIT was sent but not answered (the connection lost) was
+    committed after all. A batch is one transaction, so any one of its writes found in the database says
+    it was: a node it creates exists, or a node it backfills has the backfill's end time. A batch of
+    backfills none of which applied (their nodes had ended) wrote nothing to find, and nothing to lose:
+    it is written again."""
+    created = [pk for part in parts for pk in part.creates]
+    if created:
+        return Node.objects.filter(pk__in=created).exists()
+    ends = Q()
+    for part in parts:
+        for entry in part.backfills:
+            ends |= Q(pk=entry.pk, finished_at=entry.fields["finished_at"])
+    return bool(ends) and Node.objects.filter(ends).exists()
+
+
+def unseen_outcomes(parts: list[Part]) -> dict[tuple, Outcome]:
+    """The outcomes of a batch committed unseen: nothing to publish (a viewer's next heartbeat finds the
+    changes by their revisions), and every node it wrote counted as closed, so a later backfill of one
+    still running reads it first, as for a node this writer did not write."""
+    return {part.key: Outcome(closed=[*part.creates, *(entry.pk for entry in part.backfills)]) for part in parts}
 
 
 def parts_of(writes: list, refused) -> list[Part]:

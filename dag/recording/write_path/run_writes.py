@@ -35,6 +35,7 @@ from ...models import Node, Session
 from .. import clock
 from . import sql
 from .batch_writes import NodeCreate, NodeFinish
+from .borrowing import borrowed
 from .group_commit import GroupWriter, session_key
 from .process_writer import process_writer, running_writer
 from .nodes import create_node, finish_node
@@ -142,7 +143,10 @@ class RunWrites:
             pass
         with self._ids_lock:
             if not self._ids:
-                with WriteTransaction() as tx:
-                    self._ids.extend(sql.reserve_node_ids(tx, self._block, alone=True))
+                self._ids.extend(borrowed(f"session {self.session_id}'s node ids", self._reserve))
                 self._block = min(self._block * BLOCK_GROWTH, LARGEST_BLOCK)
             return self._ids.popleft()
+
+    def _reserve(self) -> list[int]:
+        with WriteTransaction() as tx:
+            return list(sql.reserve_node_ids(tx, self._block, alone=True))

@@ -193,19 +193,27 @@ def claim_session(session_id, *, worker: str = "", now=None) -> Optional[Session
     session is claimed without a lease (no heartbeat, nothing for the reaper). A session that is gone,
     already claimed or ended is left alone; one whose stop was persisted while it was queued is finished
     `cancelled` instead (it never starts).
+
+    Tried again with the same `worker` and `now` (its commit unseen, the connection lost meanwhile), a
+    claim finds its own: the session running under that lease since that very heartbeat is returned.
     """
+    now = now or timezone.now()
     with WriteTransaction(lean=False) as tx:
         try:
             advance(tx, session_id, revs=0)
         except Session.DoesNotExist:
             return None
         session = Session.objects.get(pk=session_id)
+        if worker and session.status == Session.Status.RUNNING and (session.worker, session.heartbeat_at) == (
+                worker, now):
+            tx.discard()
+            return session
         if session.status != Session.Status.QUEUED:
             return None
         if session.cancel_requested:
             finish_session_in(tx, session_id, Session.Status.CANCELLED, error=STOPPED_BEFORE_START)
             return None
-        lease = {"worker": worker, "heartbeat_at": now or timezone.now()} if worker else {}
+        lease = {"worker": worker, "heartbeat_at": now} if worker else {}
         return update_session_in(tx, session_id, unless_terminal=True, **_status_fields(Session.Status.RUNNING),
                                  **lease)
 

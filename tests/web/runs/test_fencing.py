@@ -80,7 +80,7 @@ def test_a_run_written_off_mid_way_ends_as_the_reaper_left_it(user, test_functio
     claim = write_path.claim_session
 
     def claim_then_reap(session_id, **lease):
-        claimed_session = claim(session_id, now=at(0), **lease)
+        claimed_session = claim(session_id, **{**lease, "now": at(0)})  # claimed long ago
         reaper.reap(now=at(LEASE_S + 1), lease_s=LEASE_S)
         return claimed_session
 
