@@ -5,12 +5,13 @@ Pure Python; never imports Django. The web app plugs in through `runtime.recorde
 from .budget import Budget
 from .concurrency import submit
 from .context import Frame
-from .errors import (BudgetExceeded, CancelledError, DepthCeilingExceeded, ExecLimitExceeded, OpenProgramError,
-                     ToolArgumentError, ToolRegistrationError)
+from .errors import (BudgetExceeded, CancelledError, DepthCeilingExceeded, ExecLimitExceeded, LoopDetected,
+                     OpenProgramError, ToolArgumentError, ToolRegistrationError)
 from . import function  # the module is callable: `@function` is the leaf-tool decorator
 from .function import Tool, agentic_function, max_recursion_depth
 from .hooks import add_pre_invocation_hook, checkpoint, remove_pre_invocation_hook
 from .policy import tool_policy
+from .prices import set_price
 from .recorder import Recorder, use_recorder
 from .registry import registry
 from .runtime import Runtime, create_runtime, llm, use_runtime
@@ -20,5 +21,5 @@ __all__ = [
     "ToolArgumentError", "ToolRegistrationError", "BudgetExceeded", "Budget", "submit",
     "add_pre_invocation_hook", "remove_pre_invocation_hook", "checkpoint", "Recorder", "use_recorder",
     "registry", "max_recursion_depth", "OpenProgramError", "DepthCeilingExceeded", "ExecLimitExceeded",
-    "tool_policy", "Frame", "Tool", "use_runtime",
+    "tool_policy", "Frame", "Tool", "use_runtime", "LoopDetected", "set_price",
 ]

@@ -1,6 +1,6 @@
 """An inherited delegation budget: one set of limits over a whole tree of agentic calls.
 
-`Budget(max_depth=..., max_llm_calls=..., max_tokens=..., timeout_s=...)` is opened either as a block
+`Budget(max_depth=..., max_llm_calls=..., max_tokens=..., timeout_s=..., max_cost_usd=...)` is opened either as a block
 (`with Budget(max_depth=2): ...`, or `async with`) or per call, as a template given to
 `@agentic_function(budget=Budget(...))`. Each opening creates a `BudgetScope`; the scopes form a tree
 that mirrors the delegation tree:
@@ -9,7 +9,11 @@ that mirrors the delegation tree:
   level 1 of its own budget, and entering level `max_depth + 1` is refused before the body runs;
 - a scope opened inside another gets at most what remains of its parent's (tighten, never relax);
 - spend is shared: a model call counts against every enclosing scope, and admission is atomic
-  (reserve under the root's lock, then commit or release).
+  (reserve under the root's lock, then commit or release);
+- money (`max_cost_usd`, US dollars, priced by `runtime.prices`) is checked like tokens, once spent; a
+  call still in flight counts as the dearest call the tree has made so far, so parallel branches stop
+  within about one call of the limit. A call whose cost is unknown (an unpriced model) cannot be
+  counted: the first one under a money limit is logged, and the spend reports how many there were.
 
 The innermost scope is held in the ContextVar `runtime.context._current_budget`, set only where a
 scope opens; a frame's level is read from the guard's per-name counts, so entering a frame under a
@@ -17,8 +21,9 @@ budget sets nothing. Threads and tasks that copy the context (asyncio tasks, `to
 `runtime.submit`) carry the scope along and share the scope objects, hence the one lock per root.
 
 Apart from these explicit budgets, every tree of agentic calls has a default bound on its model calls
-(OPENPROGRAM_MAX_LLM_CALLS), kept on the tree's entry frame: see `runtime.default_budget`. A breach of
-it under an explicit root scope is noted on that scope, so its reports keep showing it.
+(OPENPROGRAM_MAX_LLM_CALLS) and its spend (OPENPROGRAM_MAX_COST_USD), kept on the tree's entry frame: see
+`runtime.default_budget`. A breach of it under an explicit root scope is noted on that scope, so its
+reports keep showing it.
 """
 from __future__ import annotations
 
@@ -30,6 +35,7 @@ from typing import Any, NoReturn, Optional
 
 from .context import _current_budget, _current_frame, _current_recorder, open_agentic_levels
 from .errors import BudgetExceeded
+from .prices import log_unpriced
 
 logger = logging.getLogger("runtime")
 
@@ -38,11 +44,12 @@ _clock = time.monotonic
 
 # The constructor argument behind each dimension, and the advice a breach message ends with.
 _ARGUMENT = {"depth": "max_depth", "llm_calls": "max_llm_calls", "tokens": "max_tokens",
-             "time": "timeout_s"}
+             "cost_usd": "max_cost_usd", "time": "timeout_s"}
 _ADVICE = {
     "depth": "raise max_depth or restructure the delegation so fewer agentic calls nest",
     "llm_calls": "raise max_llm_calls or make fewer model calls in this delegation tree",
     "tokens": "raise max_tokens or send shorter prompts in this delegation tree",
+    "cost_usd": "raise max_cost_usd, or make fewer or cheaper model calls in this delegation tree",
     "time": "raise timeout_s or split the work into shorter runs",
 }
 
@@ -64,12 +71,25 @@ def _positive_seconds(name: str, value: Any) -> Optional[float]:
     return float(value)
 
 
+def _positive_money(name: str, value: Any) -> Optional[float]:
+    if value is None:
+        return None
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not math.isfinite(value) or value <= 0):
+        raise ValueError(f"Budget({name}={value!r}): {name} must be a positive number of US dollars or None")
+    return float(value)
+
+
 def _tighter(requested: Optional[float], remaining: Optional[float]) -> Optional[float]:
     if requested is None:
         return remaining
     if remaining is None:
         return requested
     return min(requested, remaining)
+
+
+# A budget's spend before anything was spent.
+NO_SPEND = {"depth": 0, "llm_calls": 0, "tokens": 0, "elapsed_s": 0.0, "cost_usd": 0.0, "unpriced_calls": 0}
 
 
 class Budget:
@@ -81,17 +101,19 @@ class Budget:
     """
 
     def __init__(self, max_depth: Optional[int] = None, max_llm_calls: Optional[int] = None,
-                 max_tokens: Optional[int] = None, timeout_s: Optional[float] = None):
+                 max_tokens: Optional[int] = None, timeout_s: Optional[float] = None,
+                 max_cost_usd: Optional[float] = None):
         self.max_depth = _positive_int("max_depth", max_depth)
         self.max_llm_calls = _positive_int("max_llm_calls", max_llm_calls)
         self.max_tokens = _positive_int("max_tokens", max_tokens)
         self.timeout_s = _positive_seconds("timeout_s", timeout_s)
+        self.max_cost_usd = _positive_money("max_cost_usd", max_cost_usd)
         self.last_scope: Optional[BudgetScope] = None
 
     @property
     def limits(self) -> dict:
         return {"max_depth": self.max_depth, "max_llm_calls": self.max_llm_calls,
-                "max_tokens": self.max_tokens, "timeout_s": self.timeout_s}
+                "max_tokens": self.max_tokens, "timeout_s": self.timeout_s, "max_cost_usd": self.max_cost_usd}
 
     def open_scope(self, parent: Optional["BudgetScope"] = None, anchor: int = 0) -> "BudgetScope":
         """A new scope under `parent`, limited to what `parent` has left; `anchor` agentic frames are
@@ -104,8 +126,7 @@ class Budget:
         """Limits and spend of the most recent scope opened from this budget (zero spend if none yet)."""
         if self.last_scope is not None:
             return self.last_scope.snapshot()
-        return {"limits": self.limits,
-                "spend": {"depth": 0, "llm_calls": 0, "tokens": 0, "elapsed_s": 0.0}}
+        return {"limits": self.limits, "spend": dict(NO_SPEND)}
 
     # A `with` block is a scope at depth 0: the first agentic call inside it is level 1.
     def __enter__(self) -> "BudgetScope":
@@ -170,13 +191,20 @@ class BudgetScope:
         self.depth_reached = 0
         self.llm_calls = 0
         self.tokens = 0
+        self.cost_usd = 0.0
+        self.unpriced_calls = 0
         self.reserved_calls = 0
+        # On a root: the dearest call the tree has made, what a call in flight is counted as against a
+        # money limit; and whether the first call of unknown cost under a money limit was logged.
+        self.dearest_call = 0.0
+        self.unpriced_logged = False
         # Set on a root when the tree's default budget (runtime.default_budget) was breached under it:
-        # (limit, calls made), so that every later report of this scope still shows that breach.
-        self.default_breach: Optional[tuple[int, int]] = None
+        # {limit name: (limit, spend name, spent)}, so that every later report of this scope still shows it.
+        self.default_breach: dict[str, tuple] = {}
         self.max_depth = budget.max_depth
         self.max_llm_calls = budget.max_llm_calls
         self.max_tokens = budget.max_tokens
+        self.max_cost_usd = budget.max_cost_usd
         self.deadline = now + budget.timeout_s if budget.timeout_s is not None else None
         if parent is not None:
             with self._lock:
@@ -192,6 +220,8 @@ class BudgetScope:
             self.max_llm_calls = _tighter(self.max_llm_calls, max(left, 0))
         if parent.max_tokens is not None:
             self.max_tokens = _tighter(self.max_tokens, max(parent.max_tokens - parent.tokens, 0))
+        if parent.max_cost_usd is not None:
+            self.max_cost_usd = _tighter(self.max_cost_usd, max(parent.max_cost_usd - parent.cost_usd, 0.0))
         self.deadline = _tighter(self.deadline, parent.deadline)
 
     @property
@@ -210,20 +240,21 @@ class BudgetScope:
 
     def limits(self) -> dict:
         timeout = None if self.deadline is None else round(self.deadline - self.started, 6)
+        money = None if self.max_cost_usd is None else round(self.max_cost_usd, 6)
         return {"max_depth": self.max_depth, "max_llm_calls": self.max_llm_calls,
-                "max_tokens": self.max_tokens, "timeout_s": timeout}
+                "max_tokens": self.max_tokens, "timeout_s": timeout, "max_cost_usd": money}
 
     def snapshot(self) -> dict:
         with self._lock:
             end = self.ended if self.ended is not None else _clock()
             spend = {"depth": self.depth_reached, "llm_calls": self.llm_calls, "tokens": self.tokens,
-                     "elapsed_s": round(end - self.started, 6)}
-            breach = self.default_breach
+                     "elapsed_s": round(end - self.started, 6), "cost_usd": round(self.cost_usd, 6),
+                     "unpriced_calls": self.unpriced_calls}
+            breaches = dict(self.default_breach)
         limits = self.limits()
-        if breach is not None:
-            limit, calls = breach
-            limits["max_llm_calls"] = min(limit, limits["max_llm_calls"] or limit)
-            spend["llm_calls"] = max(spend["llm_calls"], calls)
+        for limit_name, (limit, spend_name, spent) in breaches.items():
+            limits[limit_name] = min(limit, limits[limit_name] or limit)
+            spend[spend_name] = max(spend[spend_name], spent)
         return {"limits": limits, "spend": spend}
 
     def close(self, report: bool = True) -> None:
@@ -240,7 +271,8 @@ class BudgetScope:
             _notify_recorder(self)
 
     def __repr__(self) -> str:
-        return f"<BudgetScope {self.limits()} spent {self.llm_calls} calls, {self.tokens} tokens>"
+        return (f"<BudgetScope {self.limits()} spent {self.llm_calls} calls, {self.tokens} tokens, "
+                f"${self.cost_usd:.6f}>")
 
 
 # --- the hooks the agentic wrapper calls ------------------------------------------------------------
@@ -299,7 +331,7 @@ def exit_frame(token) -> None:
 # --- model calls: reserve, then commit or release ----------------------------------------------------
 
 class Reservation:
-    """One admitted model call. Exactly one of `commit(tokens)` or `release()` must follow."""
+    """One admitted model call. Exactly one of `commit(tokens, cost_usd)` or `release()` must follow."""
 
     __slots__ = ("scopes", "done")
 
@@ -307,33 +339,52 @@ class Reservation:
         self.scopes = scopes
         self.done = False
 
-    def commit(self, tokens: int = 0) -> None:
-        """The call happened: count it and the tokens it used against every enclosing scope."""
+    def commit(self, tokens: int = 0, cost_usd: Optional[float] = 0.0, model: Optional[str] = None) -> None:
+        """The call happened: count it, the tokens it used and its cost in USD (None: unknown, for an
+        unpriced `model`) against every enclosing scope."""
         if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
             raise ValueError(f"Reservation.commit(tokens={tokens!r}): tokens must be an integer >= 0")
-        self._settle(calls=1, tokens=tokens)
+        if cost_usd is not None and (isinstance(cost_usd, bool) or not isinstance(cost_usd, (int, float))
+                                     or not math.isfinite(cost_usd) or cost_usd < 0):
+            raise ValueError(f"Reservation.commit(cost_usd={cost_usd!r}): cost_usd must be a number >= 0 or None")
+        if self._settle(calls=1, tokens=tokens, cost_usd=cost_usd):
+            limit = min(scope.max_cost_usd for scope in self.scopes if scope.max_cost_usd is not None)
+            log_unpriced(model, f"the money budget max_cost_usd={limit:g}")
 
     def release(self) -> None:
         """The call failed (before or at the provider): give the slot back."""
-        self._settle(calls=0, tokens=0)
+        self._settle(calls=0, tokens=0, cost_usd=0.0)
 
-    def _settle(self, calls: int, tokens: int) -> None:
+    def _settle(self, calls: int, tokens: int, cost_usd: Optional[float]) -> bool:
+        """Count the call; True when it is the tree's first of unknown cost under a money limit."""
         # Settling twice (a commit after a release, say) is a no-op, not double counting.
-        with self.scopes[0]._lock:
+        root = self.scopes[0]
+        with root._lock:
             if self.done:
-                return
+                return False
             self.done = True
             for scope in self.scopes:
                 scope.reserved_calls -= 1
                 scope.llm_calls += calls
                 scope.tokens += tokens
+                if cost_usd is None:
+                    scope.unpriced_calls += 1
+                else:
+                    scope.cost_usd += cost_usd
+            if cost_usd is None:
+                first = not root.unpriced_logged and any(s.max_cost_usd is not None for s in self.scopes)
+                root.unpriced_logged = root.unpriced_logged or first
+                return first
+            root.dearest_call = max(root.dearest_call, cost_usd)
+            return False
 
 
 def reserve_llm_call(frame=None) -> Optional[Reservation]:
     """Admit one model call under every enclosing budget, atomically; None when no budget applies.
 
     Raises BudgetExceeded when the call would cross a limit: the call count (admitted calls still in
-    flight included), tokens already at or over the maximum, or a passed deadline.
+    flight included), tokens already at or over the maximum, money at or over it (calls in flight
+    counted as the dearest call so far), or a passed deadline.
     """
     scope = _current_budget.get()
     if scope is None:
@@ -402,11 +453,24 @@ def _spend_breach(scopes, frame):
         if scope.max_tokens is not None and scope.tokens >= scope.max_tokens:
             return _breach(scope, "tokens", scope.max_tokens, scope.tokens, frame,
                            f"{scope.tokens} tokens are already spent")
+        if scope.max_cost_usd is not None:
+            in_flight = scope.reserved_calls * scope.root.dearest_call
+            if scope.cost_usd + in_flight >= scope.max_cost_usd:
+                return _breach(scope, "cost_usd", round(scope.max_cost_usd, 6), round(scope.cost_usd, 6), frame,
+                               spent_text(scope.cost_usd, scope.reserved_calls))
         taken = scope.llm_calls + scope.reserved_calls
         if scope.max_llm_calls is not None and taken >= scope.max_llm_calls:
             return _breach(scope, "llm_calls", scope.max_llm_calls, taken + 1, frame,
                            f"this would be model call {taken + 1}")
     return None
+
+
+def spent_text(cost_usd: float, in_flight: int) -> str:
+    """"$0.5012 is already spent" (and the calls in flight), for a money breach's message."""
+    text = f"${cost_usd:.4f} is already spent"
+    if in_flight:
+        text += f" and {in_flight} model call{'s are' if in_flight > 1 else ' is'} in flight"
+    return text
 
 
 def _breach(scope: BudgetScope, dimension: str, limit, observed, frame, what: str):

@@ -31,6 +31,8 @@ class Frame:
     hidden = False
     # Names whose calls from this frame's model the depth ceiling refused (runtime.situation).
     refused_names: tuple = ()
+    # The tool calls this frame's model made, to refuse repeats (runtime.repeats); made on first use.
+    call_history = None
     _arguments: Optional[dict] = None
 
     def __init__(self, tool, parent: Optional["Frame"], args: tuple, kwargs: dict):

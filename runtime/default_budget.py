@@ -1,9 +1,11 @@
-"""The default bound on every tree of agentic calls: at most OPENPROGRAM_MAX_LLM_CALLS model calls.
+"""The default bound on every tree of agentic calls: at most OPENPROGRAM_MAX_LLM_CALLS model calls and
+OPENPROGRAM_MAX_COST_USD US dollars.
 
 A depth ceiling bounds depth, not cost; without this a model that keeps calling tools makes model calls
 until someone notices. Every tree (the calls under one entry frame, across its threads and tasks) gets
-`max_llm_calls` from OPENPROGRAM_MAX_LLM_CALLS (default 500; 0 turns the default off) and nothing else.
-An explicit `Budget` still applies on top, so it can only tighten this.
+`max_llm_calls` from OPENPROGRAM_MAX_LLM_CALLS (default 500; 0 turns it off) and `max_cost_usd` from
+OPENPROGRAM_MAX_COST_USD (default 10; 0 turns it off), checked as `runtime.Budget` checks them, and
+nothing else. An explicit `Budget` still applies on top, so it can only tighten this.
 
 It costs nothing at frame entry: the tally hangs on the entry frame and is made at the tree's first
 model call, when the variable is read. A call in a thread that lost the caller's context (a bare
@@ -21,11 +23,16 @@ import threading
 from contextvars import ContextVar
 from typing import Optional
 
+from .budget import NO_SPEND, spent_text
 from .context import Frame, _current_budget, _current_recorder, current_frame, open_agentic_levels
 from .errors import BudgetExceeded
+from .prices import log_unpriced
+from .retry import env_number
 
 ENV_VAR = "OPENPROGRAM_MAX_LLM_CALLS"
 DEFAULT_MAX_LLM_CALLS = 500
+COST_ENV_VAR = "OPENPROGRAM_MAX_COST_USD"
+DEFAULT_MAX_COST_USD = 10.0
 
 _create_lock = threading.Lock()
 _OFF = object()  # the tally of a tree whose default bound is turned off
@@ -49,30 +56,63 @@ def default_llm_calls() -> int:
     return value
 
 
+def default_max_cost_usd() -> float:
+    """The default money limit per tree in USD from OPENPROGRAM_MAX_COST_USD (0: no default money limit)."""
+    return env_number(COST_ENV_VAR, DEFAULT_MAX_COST_USD)
+
+
 class CallTally:
-    """Model calls admitted in one tree, against its limit. Admission is atomic under `lock`."""
+    """Model calls admitted in one tree and their spend, against its limits (None: off). Admission is
+    atomic under `lock`; a call in flight counts as the tree's dearest call against the money limit."""
 
-    __slots__ = ("limit", "calls", "tokens", "lock")
+    __slots__ = ("limit", "max_cost_usd", "calls", "tokens", "cost_usd", "unpriced_calls", "in_flight",
+                 "dearest_call", "lock")
 
-    def __init__(self, limit: int):
+    def __init__(self, limit: Optional[int], max_cost_usd: Optional[float] = None):
         self.limit = limit
+        self.max_cost_usd = max_cost_usd
         self.calls = 0
         self.tokens = 0
+        self.cost_usd = 0.0
+        self.unpriced_calls = 0
+        self.in_flight = 0
+        self.dearest_call = 0.0
         self.lock = threading.Lock()
 
     def release(self) -> None:
         """The admitted call failed (before or at the provider): give its slot back."""
         with self.lock:
             self.calls -= 1
+            self.in_flight -= 1
 
-    def commit(self, tokens: int) -> None:
+    def commit(self, tokens: int, cost_usd: Optional[float] = 0.0, model: Optional[str] = None) -> None:
+        """The admitted call happened: count its tokens and its cost (None: unknown, for an unpriced
+        `model`; the first such call under the money limit is logged)."""
         with self.lock:
+            self.in_flight -= 1
             self.tokens += tokens
+            if cost_usd is not None:
+                self.cost_usd += cost_usd
+                self.dearest_call = max(self.dearest_call, cost_usd)
+                return
+            self.unpriced_calls += 1
+            first = self.unpriced_calls == 1 and self.max_cost_usd is not None
+        if first:
+            log_unpriced(model, f"the default money limit {COST_ENV_VAR}={self.max_cost_usd:g}")
+
+    def over_limit(self) -> Optional[str]:
+        """Which limit one more call would cross ("llm_calls", "cost_usd"), or None; under `lock`."""
+        if self.limit is not None and self.calls >= self.limit:
+            return "llm_calls"
+        if (self.max_cost_usd is not None
+                and self.cost_usd + self.in_flight * self.dearest_call >= self.max_cost_usd):
+            return "cost_usd"
+        return None
 
 
 def _new_tally():
-    limit = default_llm_calls()
-    return CallTally(limit) if limit else _OFF
+    limit, money = default_llm_calls(), default_max_cost_usd()
+    return CallTally(limit or None, money or None) if limit or money else _OFF
 
 
 class _FramelessTree:
@@ -130,42 +170,60 @@ def admit_default_call(frame: Optional[Frame]) -> Optional[CallTally]:
     """Count one model call made in `frame`'s tree (the frameless loop's, for None); None outside both,
     or when turned off.
 
-    Raises BudgetExceeded(dimension="llm_calls") when the tree has made its limit of model calls.
+    Raises BudgetExceeded(dimension="llm_calls") when the tree has made its limit of model calls, and
+    BudgetExceeded(dimension="cost_usd") when its spend has reached its money limit.
     """
     tally = _frameless_tally() if frame is None else _tally_of(_entry_frame(frame))
     if tally is None or tally is _OFF:
         return None
     with tally.lock:
-        if tally.calls < tally.limit:
+        dimension = tally.over_limit()
+        if dimension is None:
             tally.calls += 1
+            tally.in_flight += 1
             return tally
-    _raise_breach(tally, frame)
+        in_flight = tally.in_flight
+    _raise_breach(tally, dimension, in_flight, frame)
 
 
-def _raise_breach(tally: CallTally, frame: Optional[Frame]):
+def _raise_breach(tally: CallTally, dimension: str, in_flight: int, frame: Optional[Frame]):
     path = frame.path() if frame is not None else ["runtime.exec"]
-    observed = tally.limit + 1
-    error = BudgetExceeded(
-        f"default budget exceeded: {ENV_VAR}={tally.limit}, this would be model call {observed} of the "
-        f"tree at {' → '.join(path)}; make fewer model calls (a model that keeps calling tools is a "
-        f"runaway), or raise {ENV_VAR} (0 turns the default off)",
-        dimension="llm_calls", limit=tally.limit, observed=observed, path=path)
+    where = " → ".join(path)
+    if dimension == "llm_calls":
+        limit, observed = tally.limit, tally.limit + 1
+        message = (f"default budget exceeded: {ENV_VAR}={limit}, this would be model call {observed} of the "
+                   f"tree at {where}; make fewer model calls (a model that keeps calling tools is a "
+                   f"runaway), or raise {ENV_VAR} (0 turns the default off)")
+    else:
+        limit, observed = round(tally.max_cost_usd, 6), round(tally.cost_usd, 6)
+        message = (f"default budget exceeded: {COST_ENV_VAR}={limit:g}, {spent_text(tally.cost_usd, in_flight)} "
+                   f"by the tree at {where}; make fewer or cheaper model calls, or raise {COST_ENV_VAR} "
+                   f"(0 turns the default money limit off)")
+    error = BudgetExceeded(message, dimension=dimension, limit=limit, observed=observed, path=path)
     recorder = _current_recorder.get()
     if recorder is not None:
-        recorder.budget_updated(*_gauge(tally))
+        recorder.budget_updated(*_gauge(tally, dimension))
     raise error
 
 
-def _gauge(tally: CallTally) -> tuple[dict, dict]:
-    """What the budget gauge shows at a breach of the default: an explicit root budget's state, if one
-    is open (noted on it, so its later reports show the breach too), else the default's alone."""
+def _gauge(tally: CallTally, dimension: str) -> tuple[dict, dict]:
+    """What the budget gauge shows at a breach of the default's `dimension`: an explicit root budget's
+    state, if one is open (the breach noted on it, so its later reports show it too), else the default's
+    alone."""
     scope = _current_budget.get()
     if scope is not None:
         root = scope.root
         with root._lock:
-            root.default_breach = (tally.limit, tally.calls)
+            if dimension == "llm_calls":
+                root.default_breach["max_llm_calls"] = (tally.limit, "llm_calls", tally.calls)
+            else:
+                root.default_breach["max_cost_usd"] = (round(tally.max_cost_usd, 6), "cost_usd",
+                                                       round(tally.cost_usd, 6))
         snapshot = root.snapshot()
         return snapshot["limits"], snapshot["spend"]
-    limits = {"max_depth": None, "max_llm_calls": tally.limit, "max_tokens": None, "timeout_s": None}
-    spend = {"depth": open_agentic_levels(), "llm_calls": tally.calls, "tokens": tally.tokens, "elapsed_s": 0.0}
+    money = None if tally.max_cost_usd is None else round(tally.max_cost_usd, 6)
+    limits = {"max_depth": None, "max_llm_calls": tally.limit, "max_tokens": None, "timeout_s": None,
+              "max_cost_usd": money}
+    spend = {**NO_SPEND, "depth": open_agentic_levels(), "llm_calls": tally.calls, "tokens": tally.tokens,
+             "cost_usd": round(tally.cost_usd, 6), "unpriced_calls": tally.unpriced_calls}
     return limits, spend

@@ -4,11 +4,13 @@ Per call, in order: offered? (else a refusal naming why) -> argument validation 
 approval (refused when unattended) -> `check_fn` -> cache -> run (with `timeout`) -> result text
 cut to `max_result_chars` keeping head and tail (`head_ratio`), the full text saved when
 `persist_full`. Every failure becomes a tool result the model can read, except a stop
-(CancelledError), a budget breach (BudgetExceeded) and a loop below that could not finish
-(ExecLimitExceeded): those end the run, once the other calls of the same reply have finished. A call the
+(CancelledError), a budget breach (BudgetExceeded), a loop below that could not finish
+(ExecLimitExceeded) and a repeated call made again after its refusal (LoopDetected, see
+`runtime.repeats`): those end the run, once the other calls of the same reply have finished. A call the
 depth ceiling refuses goes back as its RecursionError text (guidance) while the refused function was not
 refused in an earlier reply of the calling frame; once the model was told and calls it again, the
-RecursionError propagates instead, through every enclosing loop, and ends the run.
+RecursionError propagates instead, through every enclosing loop, and ends the run. A repeated call is
+refused the same way, before any of the steps above.
 
 Several calls in one reply run concurrently (at most MAX_PARALLEL_CALLS at once), each in its own
 thread with a copy of the caller's context (frame, runtime, recorder, budget, recursion depths), so
@@ -33,12 +35,14 @@ from typing import Any, Callable, Optional
 
 from . import interrupt
 from .context import _current_frame, _current_recorder
-from .errors import (BudgetExceeded, CancelledError, DepthCeilingExceeded, ExecLimitExceeded, OpenProgramError,
-                     ToolArgumentError)
+from .errors import (BudgetExceeded, CancelledError, DepthCeilingExceeded, ExecLimitExceeded, LoopDetected,
+                     OpenProgramError, ToolArgumentError)
 from .messages import ToolCall, to_text, tool_result_message
 from .options import ToolOptions
 from .policy import LOAD_TOOLS, OfferedTools
 from .recorder import Recorder
+from .repeats import (MAX_FAILED_REPEATS, MAX_FAILED_REPEATS_ENV, MAX_REPEATS, MAX_REPEATS_ENV, call_key,
+                      history_of, loop_error, record_refusal, repeat_limit)
 from .retry import env_number
 from .situation import note_refusal
 
@@ -48,7 +52,8 @@ from .situation import note_refusal
 _tool_deadline: contextvars.ContextVar[Optional[tuple]] = contextvars.ContextVar("openprogram_tool_deadline", default=None)
 
 # What ends the run instead of becoming a tool result: a stop, a budget breach, a loop that could not
-# finish (a runaway below this call).
+# finish (a runaway below this call). A refusal (DepthCeilingExceeded, LoopDetected) ends it once
+# `ends_run` is set.
 PROPAGATE = (CancelledError, BudgetExceeded, ExecLimitExceeded)
 # A reply may ask for any number of tool calls; each runs in a thread of its own, so at most this many
 # run at once (the rest follow in further waves).
@@ -207,17 +212,22 @@ class Dispatcher:
     """Runs one exec's tool calls against the tools it offered."""
 
     refused_names: tuple = ()  # refusals of an exec made outside any agentic function
+    call_history = None  # its repeated calls (runtime.repeats)
 
     def __init__(self, runtime, offered: OfferedTools, frame=None):
         self.runtime = runtime
+        self.frame = frame
         innermost = frame.innermost_agentic() if frame is not None else None
-        # Where refusals are counted: the agentic frame whose model makes these calls.
+        # Where refusals and repeats are counted: the agentic frame whose model makes these calls.
         self.owner = innermost if innermost is not None else self
         self.offered = offered
         self.unattended = getattr(runtime, "unattended", True)
         self.approver = getattr(runtime, "approver", None)
         self.cache: ResultCache = runtime.tool_cache
         self.max_calls = max_tool_calls_per_reply()  # read here, so a bad value fails before any model call
+        self.max_failed_repeats = repeat_limit(MAX_FAILED_REPEATS_ENV, MAX_FAILED_REPEATS)
+        self.max_repeats = repeat_limit(MAX_REPEATS_ENV, MAX_REPEATS)
+        self.history = history_of(self.owner, self.max_failed_repeats, self.max_repeats)
 
     def run(self, calls: list[ToolCall]) -> list[dict]:
         """Tool-result messages for `calls`, in call order."""
@@ -238,7 +248,7 @@ class Dispatcher:
     def _run(self, calls: list[ToolCall]) -> list[dict]:
         # What the model had been told was refused before this reply: calls of one reply run at once, so
         # two refusals in it are both still guidance.
-        told = self.owner.refused_names
+        told = self.owner.refused_names, self.history.refused_keys() if self.history is not None else frozenset()
         if len(calls) == 1:
             return [self._message(calls[0], told)]
         futures = []
@@ -254,13 +264,21 @@ class Dispatcher:
             futures += wave
         return [future.result() for future in futures]
 
-    def _message(self, call: ToolCall, told: tuple = ()) -> dict:
+    def _message(self, call: ToolCall, told: tuple = ((), frozenset())) -> dict:
+        """The tool-result message of `call`; `told`: the names the depth ceiling refused and the calls
+        refused as repeats before this reply."""
+        key = call_key(call) if self.history is not None else None
         try:
+            self._check_repeat(call, key, told[1])
             text, is_error = self._result_text(call), False
         except PROPAGATE:
             raise
+        except LoopDetected as exc:
+            if exc.ends_run:  # this call, or one below it, was refused as a repeat and made again
+                raise
+            text, is_error = f"Refused: {exc}", True
         except DepthCeilingExceeded as exc:
-            if exc.ends_run or exc.function in told:
+            if exc.ends_run or exc.function in told[0]:
                 exc.ends_run = True  # the model was told and called it again: a runaway; end the run
                 raise
             note_refusal(self.owner, exc.function)
@@ -271,11 +289,24 @@ class Dispatcher:
             text, is_error = f"Error: invalid arguments: {exc}", True
         except Exception as exc:
             text, is_error = f"Error: {type(exc).__name__}: {exc}", True
+        if is_error and key is not None:
+            self.history.failed(key)
         if is_error:  # an exception's message (a response body, a process's output) can be any length
             tool = self._tool(call)
             options = tool.options if tool is not None else ToolOptions()
             text = shape_result(text, options.max_result_chars, options.head_ratio)
         return tool_result_message(call, text, is_error)
+
+    def _check_repeat(self, call: ToolCall, key: Optional[bytes], told: frozenset) -> None:
+        """Count `call` in its frame's history; a repeat past the limits is refused: LoopDetected, its
+        `ends_run` set when the same call was refused in an earlier reply."""
+        count = self.history.admit(key) if key is not None else None
+        if count is None:
+            return
+        error = loop_error(call, count, self.max_failed_repeats, self.max_repeats)
+        error.ends_run = key in told
+        record_refusal(self._tool(call), self.frame, call.arguments, error)
+        raise error
 
     def _result_text(self, call: ToolCall) -> str:
         if not isinstance(call.name, str):

@@ -38,8 +38,8 @@ class ToolRegistrationError(OpenProgramError, ValueError):
 class BudgetExceeded(OpenProgramError, RuntimeError):
     """A delegation budget (runtime.Budget, or the default one) would be exceeded; raised before the work.
 
-    `dimension` is which limit ("depth", "llm_calls", "tokens", "time"), `limit` its value, `observed`
-    what the call would have reached, `path` the chain of function names where it happened.
+    `dimension` is which limit ("depth", "llm_calls", "tokens", "cost_usd", "time"), `limit` its value,
+    `observed` what the call would have reached, `path` the chain of function names where it happened.
     """
 
     def __init__(self, message: str, *, dimension: str, limit, observed, path: list[str]):
@@ -69,6 +69,24 @@ class DepthCeilingExceeded(OpenProgramError, RecursionError):
         super().__init__(message)
         self.function = function
         self.limit = limit
+        self.ends_run = False
+
+
+class LoopDetected(OpenProgramError, RuntimeError):
+    """A model repeated one tool call (same `name`, same `arguments`) past the repeat limits of its frame.
+
+    Like the depth ceiling's refusal: the first refusal of a repeated call goes back to the model as its
+    tool result; if the model makes that call again, this ends the run (`ends_run` set), through every
+    enclosing tool loop. `count` is how many times the call was made, this one included.
+    """
+
+    refusal = "loop"
+
+    def __init__(self, message: str, *, name: str, arguments, count: int):
+        super().__init__(message)
+        self.name = name
+        self.arguments = arguments
+        self.count = count
         self.ends_run = False
 
 

@@ -5,8 +5,9 @@ Every model call, from `llm()` or from a turn of `Runtime.exec`, goes through `c
 1. the pre-invocation hooks run with a `ModelCall` event (a stop raises CancelledError here), and
    again every few milliseconds while the call is in flight, so a stop abandons a slow request;
 2. the tree's default bound (`runtime.default_budget`) and an active delegation budget
-   (`runtime.budget.reserve_llm_call`) admit the call, committing the tokens used afterwards or
-   releasing the admission on failure;
+   (`runtime.budget.reserve_llm_call`) admit the call, committing the tokens used and the cost
+   (`runtime.prices`, kept in the reply's `usage["cost_usd"]` when known) afterwards, or releasing
+   the admission on failure;
 3. the recorder (if any, and the frame not hidden) gets `llm_started` / `llm_finished` around it.
 
 `user_turn` builds the user turn: the situational prompt naming the innermost running agentic function
@@ -26,6 +27,7 @@ from .default_budget import admit_default_call
 from .dispatch import _tool_deadline, check_tool_deadline
 from .errors import status_of
 from .messages import ModelReply, ModelRequest, clean_usage, normalize_content, text_block, unique_call_ids
+from .prices import COST_KEY, call_cost, price_of
 from .situation import situational_block
 
 
@@ -77,6 +79,8 @@ def call_model(provider, request: ModelRequest, frame: Optional[Frame], *, call_
     check_tool_deadline()
     interrupt.check_abandoned()
     check = _in_flight_check(event)
+    model = request.model or provider.model
+    price = price_of(provider.name, model)  # before the call: a bad OPENPROGRAM_PRICES costs nothing
     tally = admit_default_call(frame)
     reservation = None
     if _current_budget.get() is not None:
@@ -105,6 +109,11 @@ def call_model(provider, request: ModelRequest, frame: Optional[Frame], *, call_
         # the call below cannot fail and leave its record open or its reservation held.
         reply.usage = usage = clean_usage(reply.usage)
         tokens = usage["input_tokens"] + usage["output_tokens"]
+        cost = call_cost(usage, price)
+        if cost is None:
+            usage.pop(COST_KEY, None)
+        else:
+            usage[COST_KEY] = cost
         if call_ids is not None:
             reply.tool_calls = unique_call_ids(reply.tool_calls, call_ids, turn)
     except BaseException as exc:
@@ -117,9 +126,9 @@ def call_model(provider, request: ModelRequest, frame: Optional[Frame], *, call_
         raise
     try:
         if tally is not None:
-            tally.commit(tokens)
+            tally.commit(tokens, cost, model)
         if reservation is not None:
-            reservation.commit(tokens)
+            reservation.commit(tokens, cost, model)
     finally:  # the call did happen: its record is closed even if settling it failed
         if recorder is not None:
             recorder.llm_finished(handle, "completed", reply.as_dict(), dict(reply.usage), None)

@@ -53,7 +53,8 @@ class Recorder:
 
     def llm_finished(self, handle: Any, status: str, reply: Optional[dict] = None,
                      usage: Optional[dict] = None, error: Optional[BaseException] = None) -> None:
-        """The model call ended. `reply` holds "text" and "tool_calls"; `usage` token counts."""
+        """The model call ended. `reply` holds "text" and "tool_calls"; `usage` token counts, and the call's
+        cost in USD as "cost_usd" when it is known (`runtime.prices`; absent for an unpriced model)."""
 
     def render_context(self, frame: Frame) -> Optional[str]:
         """Text of the DAG this frame may see (its render_range), or None for nothing."""
@@ -61,11 +62,12 @@ class Recorder:
 
     def budget_updated(self, limits: dict, spend: dict) -> None:
         """A root delegation budget (runtime.Budget) started, was breached, or ended, or the tree's
-        default budget (OPENPROGRAM_MAX_LLM_CALLS) was breached.
+        default budget (OPENPROGRAM_MAX_LLM_CALLS, OPENPROGRAM_MAX_COST_USD) was breached.
 
-        `limits`: {"max_depth", "max_llm_calls", "max_tokens", "timeout_s"} (None: no limit);
-        `spend`: {"depth": deepest level reached, "llm_calls", "tokens", "elapsed_s"}. Store them with
-        the run; each call carries the whole current state, so the last one wins.
+        `limits`: {"max_depth", "max_llm_calls", "max_tokens", "timeout_s", "max_cost_usd"} (None: no
+        limit); `spend`: {"depth": deepest level reached, "llm_calls", "tokens", "elapsed_s", "cost_usd",
+        "unpriced_calls": calls whose cost is unknown}. Store them with the run; each call carries the
+        whole current state, so the last one wins.
         """
 
 

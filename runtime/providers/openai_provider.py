@@ -81,7 +81,9 @@ class OpenAIProvider(SDKProvider):
         usage = getattr(response, "usage", None)
         return ModelReply(text=text, tool_calls=calls,
                           usage=clean_usage({"input_tokens": getattr(usage, "prompt_tokens", None),
-                                             "output_tokens": getattr(usage, "completion_tokens", None)}))
+                                             "output_tokens": getattr(usage, "completion_tokens", None),
+                                             # a gateway's own figure for the call (OpenRouter's), in USD
+                                             "cost_usd": getattr(usage, "cost", None)}))
 
 
 def _text(content: Any, provider: str) -> str:

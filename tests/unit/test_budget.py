@@ -13,7 +13,7 @@ import pytest
 import runtime
 from runtime import Budget, BudgetExceeded, Recorder, agentic_function, function, use_recorder
 from runtime import budget as budget_module
-from runtime.budget import check_deadline, current_scope, reserve_llm_call
+from runtime.budget import NO_SPEND, check_deadline, current_scope, reserve_llm_call
 from runtime.context import _current_budget
 
 
@@ -72,7 +72,7 @@ def test_invalid_arguments_are_refused_naming_the_argument(argument, value):
 
 def test_valid_arguments_and_no_limits():
     assert Budget(timeout_s=2).limits == {"max_depth": None, "max_llm_calls": None,
-                                          "max_tokens": None, "timeout_s": 2.0}
+                                          "max_tokens": None, "timeout_s": 2.0, "max_cost_usd": None}
     with Budget():
         assert model_call(10) is not None
         chain("a", "b", "c", "d", "e", "f")()
@@ -212,7 +212,7 @@ def test_calls_tokens_and_deadline_tighten_to_what_remains(clock):
         clock.advance(4)
         with Budget(max_llm_calls=10, max_tokens=1000, timeout_s=100) as inner:
             assert inner.limits() == {"max_depth": None, "max_llm_calls": 2, "max_tokens": 70,
-                                      "timeout_s": 6.0}
+                                      "timeout_s": 6.0, "max_cost_usd": None}
             model_call()
             model_call()
             with pytest.raises(BudgetExceeded) as caught:
@@ -276,7 +276,7 @@ def test_calls_in_flight_count_and_release_gives_the_slot_back(clock):
         second.commit(1)
         third.commit(2)
         third.commit(99)  # a second settle of one reservation changes nothing
-    assert scope.snapshot()["spend"] == {"depth": 0, "llm_calls": 2, "tokens": 3, "elapsed_s": 0.0}
+    assert scope.snapshot()["spend"] == {**NO_SPEND, "llm_calls": 2, "tokens": 3}
 
 
 def test_commit_rejects_a_bad_token_count():
@@ -526,16 +526,16 @@ def test_scopes_are_left_behind_cleanly():
 
 def test_snapshot_reports_limits_and_spend_and_freezes_when_closed(clock):
     untouched = Budget(max_depth=3)
-    assert untouched.snapshot() == {"limits": untouched.limits,
-                                    "spend": {"depth": 0, "llm_calls": 0, "tokens": 0, "elapsed_s": 0.0}}
+    assert untouched.snapshot() == {"limits": untouched.limits, "spend": NO_SPEND}
     with Budget(max_depth=3, max_llm_calls=4, timeout_s=60) as scope:
         chain("a", "b", body=lambda: model_call(7))()
         chain("c")()
         clock.advance(1.5)
     clock.advance(100)
     assert scope.snapshot() == {
-        "limits": {"max_depth": 3, "max_llm_calls": 4, "max_tokens": None, "timeout_s": 60.0},
-        "spend": {"depth": 2, "llm_calls": 1, "tokens": 7, "elapsed_s": 1.5}}
+        "limits": {"max_depth": 3, "max_llm_calls": 4, "max_tokens": None, "timeout_s": 60.0,
+                   "max_cost_usd": None},
+        "spend": {**NO_SPEND, "depth": 2, "llm_calls": 1, "tokens": 7, "elapsed_s": 1.5}}
 
 
 # --- the recorder hears about the root budget ------------------------------------------------------
@@ -558,10 +558,10 @@ def test_recorder_hears_root_start_each_breach_and_end(clock):
         with Budget(max_llm_calls=9):  # a nested scope: no start or end of its own
             with pytest.raises(BudgetExceeded):
                 model_call()
-    limits = {"max_depth": None, "max_llm_calls": 1, "max_tokens": None, "timeout_s": None}
-    spent = {"depth": 0, "llm_calls": 1, "tokens": 5, "elapsed_s": 2.0}
+    limits = {"max_depth": None, "max_llm_calls": 1, "max_tokens": None, "timeout_s": None, "max_cost_usd": None}
+    spent = {**NO_SPEND, "llm_calls": 1, "tokens": 5, "elapsed_s": 2.0}
     assert log.updates == [
-        (limits, {"depth": 0, "llm_calls": 0, "tokens": 0, "elapsed_s": 0.0}),
+        (limits, NO_SPEND),
         (limits, spent), (limits, spent), (limits, spent)]
 
 
@@ -575,8 +575,8 @@ def test_recorder_hears_a_decorated_root_budget():
     with use_recorder(log):
         entry()
     assert [spend for _limits, spend in log.updates] == [
-        {"depth": 1, "llm_calls": 0, "tokens": 0, "elapsed_s": log.updates[0][1]["elapsed_s"]},
-        {"depth": 1, "llm_calls": 1, "tokens": 8, "elapsed_s": log.updates[1][1]["elapsed_s"]}]
+        {**NO_SPEND, "depth": 1, "elapsed_s": log.updates[0][1]["elapsed_s"]},
+        {**NO_SPEND, "depth": 1, "llm_calls": 1, "tokens": 8, "elapsed_s": log.updates[1][1]["elapsed_s"]}]
     assert log.updates[0][0]["max_depth"] == 4 and log.updates[0][0]["max_tokens"] == 50
 
 

@@ -55,7 +55,7 @@ class FakeReservation:
     def __init__(self, log):
         self.log = log
 
-    def commit(self, tokens):
+    def commit(self, tokens, cost_usd=0.0, model=None):
         self.log.append(("commit", tokens))
 
     def release(self):

@@ -19,6 +19,9 @@ from runtime.providers import Provider, ScriptedProvider
 class AlwaysCalls(Provider):
     """A model that answers every request by calling `names` (all of them, in parallel): a runaway.
 
+    Its arguments differ from call to call, as a model that makes progress would: repeats of one call
+    are stopped apart (tests/unit/test_repeated_calls.py).
+
     It stops by itself after `cap` calls so that a test of a broken guard fails instead of hanging.
     """
 
@@ -39,7 +42,7 @@ class AlwaysCalls(Provider):
             if self.calls > self.cap:
                 raise AssertionError(f"the runaway was not stopped within {self.cap} model calls")
             index = self.calls
-        return ModelReply(tool_calls=[ToolCall(f"c{index}_{i}", name, {"task": "again"})
+        return ModelReply(tool_calls=[ToolCall(f"c{index}_{i}", name, {"task": f"again {index}"})
                                       for i, name in enumerate(self.names)])
 
 
@@ -172,9 +175,9 @@ class CallsWhatIsOffered(Provider):
             self.calls += 1
             index = self.calls
         if any(spec["name"] == "worker" for spec in request.tools):
-            return ModelReply(tool_calls=[ToolCall(f"c{index}_{i}", "worker", {"task": "work"})
+            return ModelReply(tool_calls=[ToolCall(f"c{index}_{i}", "worker", {"task": f"work {index}"})
                                           for i in range(self.fan_out)])
-        return ModelReply(tool_calls=[ToolCall(f"c{index}", "step", {"task": ""})])
+        return ModelReply(tool_calls=[ToolCall(f"c{index}", "step", {"task": f"step {index}"})])
 
 
 @agentic_function(name="worker", register_globally=False)
@@ -213,6 +216,7 @@ def test_the_default_is_500_and_zero_turns_it_off(monkeypatch):
     monkeypatch.delenv("OPENPROGRAM_MAX_LLM_CALLS", raising=False)
     assert default_llm_calls() == 500
     monkeypatch.setenv("OPENPROGRAM_MAX_LLM_CALLS", "0")
+    monkeypatch.setenv("OPENPROGRAM_MAX_REPEATS", "0")  # the script repeats one call: not what is tested here
     assert default_llm_calls() == 0
     provider = ScriptedProvider([{"tool_calls": [{"name": "step"}]}] * 30 + ["done"])
     assert walker(runtime=Runtime(provider=provider)) == "done"  # 31 model calls, no default bound
