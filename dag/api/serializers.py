@@ -220,6 +220,12 @@ class SinceRevErrorSerializer(serializers.Serializer):
     since_rev = serializers.ListField(child=serializers.CharField())
 
 
+class DeleteRefusedSerializer(serializers.Serializer):
+    detail = serializers.CharField(help_text="Why the session cannot be deleted yet: it is still queued or running; "
+                                             "stop it (POST /api/sessions/{id}/stop/), then delete it.")
+    status = serializers.ChoiceField(choices=[Session.Status.QUEUED, Session.Status.RUNNING])
+
+
 class NotFoundSerializer(serializers.Serializer):
     detail = serializers.CharField(help_text="No such item among yours (another user's is not found either).")
 

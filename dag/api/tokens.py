@@ -22,6 +22,7 @@ from rest_framework.views import APIView
 from ..accounts import tokens
 from ..accounts.throttles import LoginRateThrottle, ThrottleUnavailable, logged_once
 from ..accounts.tokens import TokenChangeRefused
+from .authentication import TokenAuthentication
 from .parsers import JSONParser
 
 TokenSerializer = inline_serializer("Token", {
@@ -63,10 +64,14 @@ class TokenView(APIView):
         return [AllowAny()] if self.request.method == "POST" else [IsAuthenticated()]
 
     def get_authenticators(self):
-        # A POST authenticates by its username and password alone: a stale `Authorization: Token` header
-        # (a token a logout revoked) must not refuse the credentials that would replace it. The schema's
-        # generator asks with no request.
-        return [] if getattr(self.request, "method", None) == "POST" else super().get_authenticators()
+        # A POST authenticates by its username and password: a stale `Authorization: Token` header (a token
+        # a logout revoked) must not refuse the credentials that would replace it. The browser session
+        # stays, so a logged-in browser's post still needs the CSRF token. The schema's generator asks
+        # with no request.
+        authenticators = super().get_authenticators()
+        if getattr(self.request, "method", None) != "POST":
+            return authenticators
+        return [each for each in authenticators if not isinstance(each, TokenAuthentication)]
 
     def get_throttles(self):
         return [LoginRateThrottle()] if self.request.method == "POST" else []

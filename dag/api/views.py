@@ -8,20 +8,22 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 
 from ..models import Session
 from ..recording import write_path
 from ..recording.export import export_filename, export_session
+from ..recording.write_path.deletes import SessionStillActive, delete_owned_session
 from ..runs import catalog, lifecycle
 from ..runs.launch import LaunchLimited, LaunchRejected, launch
 from ..runs.model_choice import available_models
 from . import examples
-from .serializers import (ExportSerializer, FunctionSerializer, LaunchErrorSerializer, LaunchLimitedSerializer,
-                          LaunchSerializer, ModelChoiceSerializer, NoBodySerializer, NodeSerializer,
-                          NotFoundSerializer, PageErrorSerializer, SessionSerializer, SinceRevErrorSerializer)
+from .serializers import (DeleteRefusedSerializer, ExportSerializer, FunctionSerializer, LaunchErrorSerializer,
+                          LaunchLimitedSerializer, LaunchSerializer, ModelChoiceSerializer, NoBodySerializer,
+                          NodeSerializer, NotFoundSerializer, PageErrorSerializer, SessionSerializer,
+                          SinceRevErrorSerializer)
 
 
 # A number of more digits than this (leading zeros aside) is past any page size, and past any revision a
@@ -129,7 +131,7 @@ SESSION_ID = OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH, de
                            examples=examples.SESSION_EXAMPLES),
 )
 class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """Runs of functions: launch one, list yours, read one and its nodes, export it, stop it."""
+    """Runs of functions: launch one, list yours, read one and its nodes, export it, stop it, delete it."""
 
     serializer_class = SessionSerializer
     pagination_class = SessionPagination
@@ -193,6 +195,20 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         session = self.get_object()
         return Response(export_session(session),
                         headers={"Content-Disposition": f'attachment; filename="{export_filename(session)}"'})
+
+    @extend_schema(parameters=[SESSION_ID], responses={204: None, 404: NotFoundSerializer,
+                                                       409: DeleteRefusedSerializer})
+    def destroy(self, request, pk=None):
+        """Delete an ended session with its nodes (its size no longer counts against the storage limit).
+        A session still queued or running is a 409: stop it first."""
+        session = self.get_object()
+        try:
+            delete_owned_session(request.user, session.pk)
+        except Session.DoesNotExist:  # deleted by another request since
+            raise NotFound("No Session matches the given query.") from None
+        except SessionStillActive as exc:
+            return Response({"detail": str(exc), "status": exc.status}, status=status.HTTP_409_CONFLICT)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(request=None, parameters=[SESSION_ID], responses={200: SessionSerializer, 404: NotFoundSerializer},
                    examples=examples.STOP_EXAMPLES)

@@ -90,6 +90,33 @@ def publish_runs(session_id: str, runs: list[tuple[int, int, str]]) -> None:
     _forward(str(session_id), lambda: runs, ())
 
 
+# Events for a session's open streams that are no change of it, by the consumers' handler names
+# ("dag.deleted" -> dag_deleted): the session was deleted.
+DELETED_EVENT = "dag.deleted"
+
+
+def tell_viewers(session_id: str, event: str) -> None:
+    """Send `event` (e.g. DELETED_EVENT) to every open stream of the session, from the
+    loop the changes go from. Never raises: a stream that misses it finds out at its next heartbeat."""
+    loop = sending_loop()
+    if loop is None:
+        return  # no consumer can be listening through this process's in-memory layer
+    sending = _send_event(group_name(session_id), event)
+    try:
+        asyncio.run_coroutine_threadsafe(sending, loop)
+    except RuntimeError:  # the loop closed between the check and the call
+        sending.close()
+
+
+async def _send_event(group: str, event: str) -> None:
+    from channels.layers import get_channel_layer
+    try:
+        await get_channel_layer().group_send(group, {"type": event})
+    except Exception:
+        log.warning("telling the streams of %s about %s failed; their heartbeats will find out", group, event,
+                    exc_info=True)
+
+
 def _tell_listeners(session_id: str, messages: list[dict]) -> None:
     for listener in _listeners:
         try:

@@ -21,6 +21,7 @@ Close codes:
   every heartbeat, and whenever the session itself changes or is re-read from the database: a change of
   owner (an admin's) publishes a `session` change, and the stream closes before it forwards that or
   anything after it.
+- 4410: the session was deleted while the stream was open (sent after a `{"type": "deleted"}` frame).
 - 4429: the user has `OPENPROGRAM_MAX_LIVE_SOCKETS_PER_USER` live sockets (streams and session lists)
   open in this server process already (dag.live.socket_limit). The page retries with its backoff.
 - 4503 (try again later): the channel layer (Redis) cannot be reached; the client reconnects and
@@ -67,6 +68,7 @@ log = logging.getLogger(__name__)
 
 CLOSE_BAD_REQUEST = 4400
 CLOSE_NOT_FOUND = 4404
+CLOSE_DELETED = 4410  # HTTP's 410 Gone: the session was deleted while the stream was open
 ALLOWED_PARAMETERS = frozenset({"since_rev"})
 
 
@@ -210,6 +212,16 @@ class SessionConsumer(LimitedPerUser, EndsWithItsLogin, ClosesOnLayerOutage, Asy
 
     async def receive(self, text_data=None, bytes_data=None):
         """The stream is one-way; whatever the client sends is ignored."""
+
+    async def dag_deleted(self, event):
+        """The session was deleted (`broadcast.DELETED_EVENT`): say so, and close with 4410."""
+        async with self._lock:
+            if self.refused:
+                return
+            self.refused = True
+            self.stop_tasks()
+            await self.send_json({"type": "deleted"})
+            await self.close(code=CLOSE_DELETED, reason="the session was deleted")
 
     async def dispatch(self, message):
         # Channels closes stale database connections before every handler, by a hop to its sync

@@ -24,6 +24,11 @@ export function stopSession(stopUrl) {
   return request(stopUrl, {method: "POST", body: "{}"});
 }
 
+/** Delete an ended session (the server refuses one still queued or running, naming Stop). */
+export function deleteSession(sessionUrl) {
+  return request(sessionUrl, {method: "DELETE"});
+}
+
 export function getJson(url) {
   return request(url);
 }

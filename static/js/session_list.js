@@ -10,6 +10,7 @@
 // Stop buttons request a stop and show the phase the server answers; the socket brings the rest.
 
 import {stopSession} from "./api.js";
+import {confirmAndDelete} from "./delete_sessions.js";
 import {terminalStatuses} from "./dom.js";
 
 const table = document.querySelector("table.sessions");
@@ -112,12 +113,15 @@ function patchRow(shown, fresh) {
   cells.slice(freshCells.length).forEach((cell) => cell.remove());
 }
 
-/** A stop in flight or its error survives a cell of `row` being redrawn from `from` to `to`. */
+/** A stop in flight or its error, and the row's pick, survive a cell of `row` being redrawn from `from`
+ * to `to`. */
 function keepStopState(row, from, to) {
   const button = to.querySelector("[data-role=stop]");
   if (button && row.dataset.stopping) button.disabled = true;
   const note = from.querySelector("[data-role=stop-error]");
   if (note) to.append(note);
+  const pick = to.querySelector("[data-role=pick]");
+  if (pick && from.querySelector("[data-role=pick]")?.checked) pick.checked = true;
 }
 
 class ListStream {
@@ -194,7 +198,7 @@ function showPhase(row, session) {
   }
 }
 
-/** Say why a stop failed next to its button ("" removes the message). */
+/** Say why a stop or a delete failed next to its button ("" removes the message). */
 function showStopError(row, message) {
   let note = row.querySelector("[data-role=stop-error]");
   if (!note && message) {
@@ -212,7 +216,47 @@ function currentRow(sessionId) {
   return body.querySelector(`tr[data-session="${CSS.escape(sessionId)}"]`);
 }
 
+/** Delete the sessions of `rows` after a confirmation; the deleted rows leave the page and its counts. */
+async function deleteRows(rows, what) {
+  const byUrl = new Map(rows.map((row) => [row.querySelector("[data-role=delete]").dataset.deleteUrl, row]));
+  const outcome = await confirmAndDelete([...byUrl.keys()], what);
+  if (!outcome) return;
+  for (const url of outcome.deleted) {
+    const row = byUrl.get(url);
+    countStatus(row.dataset.status, -1);
+    countStatus("", -1); // "All"
+    row.remove();
+  }
+  for (const [url, message] of outcome.failed) showStopError(byUrl.get(url), `Delete failed: ${message}`);
+  showPicked();
+}
+
+/** The rows picked for "Delete picked", and the bar that offers it while there are any. */
+function pickedRows() {
+  return rows().filter((row) => row.querySelector("[data-role=pick]")?.checked);
+}
+
+function showPicked() {
+  const count = pickedRows().length;
+  const bar = document.querySelector("[data-role=bulk]");
+  bar.hidden = count === 0;
+  bar.querySelector("[data-role=picked-count]").textContent = `${count} picked`;
+}
+
+table?.addEventListener("change", (event) => {
+  if (event.target.closest("[data-role=pick]")) showPicked();
+});
+document.querySelector("[data-role=delete-picked]")?.addEventListener("click", () => {
+  const picked = pickedRows();
+  deleteRows(picked, `${picked.length} session${picked.length === 1 ? "" : "s"}`);
+});
+
 table?.addEventListener("click", async (event) => {
+  const remove = event.target.closest("[data-role=delete]");
+  if (remove) {
+    deleteRows([remove.closest("tr")], "this session");
+    return;
+  }
   const button = event.target.closest("[data-role=stop]");
   if (!button) return;
   const sessionId = button.closest("tr").dataset.session;

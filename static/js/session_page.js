@@ -2,6 +2,7 @@
 // the header (its totals and warnings), search and the details panel. Changes are applied to the model
 // as they arrive and drawn once per frame; every figure is computed from the model, which holds every node.
 
+import {confirmAndDelete} from "./delete_sessions.js";
 import {terminalStatuses} from "./dom.js";
 import {renderDetails} from "./live/details.js";
 import {debugFlag, watchFrameGaps} from "./live/frame_gaps.js";
@@ -22,6 +23,7 @@ const find = (role) => root.querySelector(`[data-role=${role}]`);
 const model = new TreeModel();
 const header = new SessionHeader(root, root.dataset.stopUrl, terminal);
 const followBox = find("follow");
+const deleteButton = find("delete");
 const chip = find("new-chip");
 const detailsPanel = find("details");
 // revealPending: new nodes arrived that following should bring into view (a finished run opened later
@@ -159,6 +161,7 @@ function applyNode(node, follow = true) {
 
 function showSession(session) {
   header.update(session);
+  deleteButton.hidden = !terminal.has(header.session.status); // a run is stopped before it is deleted
   state.totalsDirty = true; // the wall time moves with the session
 }
 
@@ -200,10 +203,18 @@ const stream = new SessionStream(root.dataset.wsPath, {
   },
   onState(connection, detail) {
     header.setConnection(connection, detail);
+    if (connection === "deleted") deleteButton.hidden = true;
   },
 }, Number(root.dataset.heartbeatS) || 5);
 
 followBox.addEventListener("change", () => setFollow(followBox.checked));
+deleteButton.addEventListener("click", async () => {
+  deleteButton.disabled = true;
+  const outcome = await confirmAndDelete([deleteButton.dataset.deleteUrl], "this session");
+  deleteButton.disabled = false;
+  if (outcome?.deleted.length) location.assign(deleteButton.dataset.listUrl);
+  else if (outcome) header.showOutcome(`Delete failed: ${outcome.failed[0][1]}`, "error");
+});
 chip.addEventListener("click", () => setFollow(true));
 find("expand-all").addEventListener("click", () => { model.expandAll(); schedule(); });
 find("collapse-all").addEventListener("click", () => { model.collapseAll(); setFollow(false); schedule(); });

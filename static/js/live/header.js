@@ -58,7 +58,8 @@ export class SessionHeader {
 
   /** The stream's state; "ended" instead of a green "live" once the run is over (nothing more comes). */
   renderConnection() {
-    const labels = {connecting: "connecting…", live: "live", reconnecting: "reconnecting…", closed: "disconnected"};
+    const labels = {connecting: "connecting…", live: "live", reconnecting: "reconnecting…", closed: "disconnected",
+      deleted: "deleted"};
     const ended = this.connectionState === "live" && this.session && this.terminal.has(this.session.status);
     const state = ended ? "ended" : this.connectionState;
     this.connection.className = `conn conn-${state}`;

@@ -10,13 +10,15 @@ import {heardServerTime} from "../server_clock.js";
 
 // Every other close is retried with a growing backoff: 4429 (too many live views open) included, so a
 // page comes back once another tab closes.
-const FATAL_CODES = new Set([4400, 4404]);
+const FATAL_CODES = new Set([4400, 4404, 4410]);
+const DELETED = 4410; // the session was deleted while the page was open
+const DELETED_TEXT = "This session was deleted.";
 const MAX_BACKOFF_MS = 8000;
 
 export class SessionStream {
   /**
    * @param {string} path  e.g. /ws/sessions/<id>/
-   * @param {object} handlers  onSnapshot(msg), onSnapshotMore(msg), onChanges(items), onState("live"|"reconnecting"|"closed", detail)
+   * @param {object} handlers  onSnapshot(msg), onSnapshotMore(msg), onChanges(items), onState("live"|"reconnecting"|"closed"|"deleted", detail)
    * @param {number} heartbeatS  the server's heartbeat interval; silence for 3x that means a dead socket
    */
   constructor(path, handlers, heartbeatS = 5) {
@@ -47,6 +49,10 @@ export class SessionStream {
     socket.onclose = (event) => {
       if (socket !== this.socket) return;
       clearTimeout(this.watchdog);
+      if (event.code === DELETED) {
+        this.handlers.onState("deleted", DELETED_TEXT);
+        return;
+      }
       if (FATAL_CODES.has(event.code)) {
         this.handlers.onState("closed", event.code === 4404 ? "This session does not exist or is not yours (are you still logged in?)" : `The stream refused the request: ${event.reason || event.code}`);
         return;
@@ -91,6 +97,9 @@ export class SessionStream {
       case "node":
       case "session":
         this.apply([message]);
+        break;
+      case "deleted": // the close (4410) follows
+        this.handlers.onState("deleted", DELETED_TEXT);
         break;
       case "heartbeat":
         heardServerTime(message.now);
