@@ -115,13 +115,14 @@ class Reachability:
         return self.since is not None and now - self.since >= lease_s
 
 
-def one_pass(reachability: Reachability) -> None:
-    """One round of the reaper's work."""
-    if reachability.for_a_lease(time.monotonic(), conf.pause_s("LEASE_S")):
+def one_pass(reachability: Reachability, now: Optional[float] = None) -> None:
+    """One round of the reaper's work, begun at `now` (monotonic seconds; default: now)."""
+    now = time.monotonic() if now is None else now
+    if reachability.for_a_lease(now, conf.pause_s("LEASE_S")):
         reap()
     stop.finish_overdue_cancellations()  # the other kind of session no run will finish
     resend_queued()  # and the sessions no worker will start, their message lost
-    reachability.reached(time.monotonic())
+    reachability.reached(now)
 
 
 def _run() -> None:

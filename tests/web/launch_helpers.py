@@ -8,8 +8,10 @@ from typing import Literal, Optional
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import DEFAULT_DB_ALIAS, connections
 
 from runtime import agentic_function
+from runtime.messages import ModelReply
 from runtime.providers.base import Provider
 
 MODULE = __name__
@@ -109,6 +111,35 @@ class HangingProvider(Provider):
 def ask_hanging_model(question: str = "anything?", runtime=None) -> str:
     """Ask a model that never answers."""
     return runtime.llm(question, model=f"{__name__}.HangingProvider")
+
+
+# Whether the run's thread held a database connection at each point `wait_on_model_and_tool` looked.
+HELD_WHILE_WAITING: list[bool] = []
+
+
+def connection_held() -> bool:
+    return connections[DEFAULT_DB_ALIAS].connection is not None
+
+
+class ConnectionWitness(Provider):
+    """A model that notes, while it is asked, whether the run's thread holds a database connection."""
+
+    name = "witness"
+
+    def complete(self, request, check=None):
+        HELD_WHILE_WAITING.append(connection_held())
+        return ModelReply(text="waited")
+
+
+@agentic_function(register_globally=False)
+def wait_on_model_and_tool(runtime=None) -> str:
+    """Wait in its body, on a model, and again after a nested call, noting each time whether a database
+    connection is held meanwhile."""
+    HELD_WHILE_WAITING.append(connection_held())
+    answer = runtime.llm("wait", model=f"{__name__}.ConnectionWitness")
+    echo(answer)
+    HELD_WHILE_WAITING.append(connection_held())
+    return answer
 
 
 @pytest.fixture

@@ -40,6 +40,12 @@ class DatabaseUnreachable(OperationalError):
     """The database could not be reached for `OPENPROGRAM_DB_OUTAGE_S` seconds."""
 
 
+# PostgreSQL's classes of errors that a later try may get past: a connection lost or refused (08), too
+# many connections or no room (53), the server shutting down or starting (57), a deadlock or a
+# serialization failure (40).
+TRANSIENT_SQLSTATE_CLASSES = frozenset({"08", "53", "57", "40"})
+
+
 def transient(error: BaseException) -> bool:
     """Whether `error` is the database being away (a lost, refused or timed-out connection, a pool with no
     connection to give), which a later try on a new connection may get past, rather than something wrong
@@ -48,10 +54,11 @@ def transient(error: BaseException) -> bool:
         return False
     if connections[DEFAULT_DB_ALIAS].vendor == "sqlite":
         return isinstance(error, OperationalError) and "locked" in str(error)
-    if isinstance(error, (OperationalError, InterfaceError)):
-        return True
-    # psycopg's own, raised unwrapped by the pool's wait for a connection (PoolTimeout among them).
-    return isinstance(error, (psycopg.OperationalError, psycopg.InterfaceError))
+    # Django wraps the driver's error (its cause); the pool's wait for a connection raises psycopg's own.
+    cause = error if isinstance(error, psycopg.Error) else error.__cause__
+    if isinstance(cause, (psycopg.OperationalError, psycopg.InterfaceError)):
+        return cause.sqlstate is None or cause.sqlstate[:2] in TRANSIENT_SQLSTATE_CLASSES
+    return isinstance(error, InterfaceError) and cause is None  # Django's own: a connection already closed
 
 
 def waited_out(what: str, operation: Callable[[], T], *, outage_s: Optional[float] = None,
