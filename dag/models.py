@@ -58,6 +58,13 @@ class Session(models.Model):
     # then its created_at counts). The reaper sends a session still queued OPENPROGRAM_QUEUED_RESEND_S
     # after it again, since a broker can lose a message.
     sent_at = models.DateTimeField("last sent to the broker", null=True, blank=True, editable=False)
+    # A replay (model calls served from the recorded run) or a fork (served up to one model call, then
+    # live) of another session, and how it was asked for: {"then": "stop" | "live"} for a replay,
+    # {"reply": text} or {"model": spec} for a fork (dag.runs.replay_source reads it at the run's start).
+    replay_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replays")
+    forked_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks")
+    forked_from_node = models.PositiveIntegerField(null=True, blank=True)  # the seq of the model call forked at
+    replay_options = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at"]
@@ -99,6 +106,9 @@ class Session(models.Model):
             "started_at": iso(self.started_at),
             "finished_at": iso(self.finished_at),
             "worker": self.worker or None,
+            "replay_of": str(self.replay_of_id) if self.replay_of_id else None,
+            "forked_from": ({"session": str(self.forked_from_id), "node": self.forked_from_node}
+                            if self.forked_from_id else None),
         }
 
 
@@ -143,6 +153,7 @@ class Node(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     rev = models.PositiveBigIntegerField(default=0)  # the session revision of this row's last change
+    replayed = models.BooleanField(default=False)  # a model call answered from a recorded run (a replay)
 
     class Meta:
         ordering = ["session", "seq"]
@@ -195,6 +206,7 @@ def _node_record(values: dict) -> dict:
         "model": values["model"],
         "usage": values["usage"],
         "rev": values["rev"],
+        "replayed": values["replayed"],
         "started_at": iso(started),
         "finished_at": iso(finished),
         "duration_ms": duration_ms(started, finished),

@@ -2,11 +2,12 @@
 from django.urls import path
 
 from .live import views as live_views
-from .pages import session_list, views
+from .pages import compare, session_list, views
 
 urlpatterns = [
     path("", views.function_list, name="function-list"),
     path("functions/<str:name>/", views.function_form, name="function-form"),
     path("sessions/", session_list.session_list, name="session-list"),
+    path("sessions/compare/", compare.session_compare, name="session-compare"),
     path("sessions/<uuid:session_id>/", live_views.session_detail, name="session-detail"),
 ]

@@ -162,9 +162,14 @@ class ModelReply:
     text: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: dict = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
+    # Served from a recorded run by a replay (runtime.providers.replay), not asked of a model.
+    replayed: bool = False
 
     def as_dict(self) -> dict:
-        return {"text": self.text, "tool_calls": [c.as_dict() for c in self.tool_calls]}
+        reply = {"text": self.text, "tool_calls": [c.as_dict() for c in self.tool_calls]}
+        if self.replayed:
+            reply["replayed"] = True
+        return reply
 
     @property
     def total_tokens(self) -> int:

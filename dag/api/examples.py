@@ -22,7 +22,7 @@ QUEUED_SESSION = {
     "phase": "queued", "result": None, "error": "", "cancel_requested": False, "budget": None,
     "budget_spend": None, "launch_budget": None, "model": "sim", "rev": 0, "node_count": 0,
     "created_at": "2026-12-01T13:06:34.005047+00:00", "started_at": None, "finished_at": None, "worker": None,
-    "counts": {}, "usage": {"llm_calls": 0, "input_tokens": 0, "output_tokens": 0}, "warning": "",
+    "replay_of": None, "forked_from": None, "counts": {}, "usage": {"llm_calls": 0, "input_tokens": 0, "output_tokens": 0}, "warning": "",
     "wall_ms": None,
 }
 _COMPLETED = {"status": "completed", "phase": "completed", "result": 5, "rev": 13, "node_count": 6,
@@ -49,8 +49,8 @@ ENTRY_NODE = {
     "id": 1, "seq": 0, "parent": None, "kind": "code", "name": "slow_count", "status": "completed", "depth": 1,
     "name_depth": 1, "expose": "io", "render_range": None,
     "doc": "Count to n through n child calls, delay_s seconds apart: a run slow enough to stop.",
-    "input": {"n": 5, "delay_s": 0.0}, "output": 5, "error": "", "refusal": "", "model": "", "usage": None,
-    "rev": 13, "started_at": "2026-12-01T13:06:34.023661+00:00", "finished_at": "2026-12-01T13:06:34.025675+00:00",
+    "input": {"n": 5, "delay_s": 0.0}, "output": 5, "error": "", "traceback": "", "refusal": "", "model": "", "usage": None,
+    "rev": 13, "replayed": False, "started_at": "2026-12-01T13:06:34.023661+00:00", "finished_at": "2026-12-01T13:06:34.025675+00:00",
     "duration_ms": 2,
 }
 CHILD_NODE = {

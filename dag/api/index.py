@@ -24,6 +24,12 @@ ENDPOINTS = (
                                          "after revision R."),
     ("GET", "/api/sessions/{id}/export/", "The session's whole DAG as a JSON download, <function>-<id>.json."),
     ("POST", "/api/sessions/{id}/stop/", "Stop the run; idempotent, and no change once it has ended."),
+    ("POST", "/api/sessions/{id}/replay/", "Run it again with each model call answered from its recorded reply "
+                                           '(no model called); {"then": "live"} goes on live past a divergence.'),
+    ("POST", "/api/sessions/{id}/fork/", 'Run it again from one model call: {"node": seq, "reply": "..."} or '
+                                         '{"node": seq, "model": "..."}; the calls before served, the rest live.'),
+    ("GET", "/api/sessions/compare/", "?a=<id>&b=<id>: two sessions' calls aligned by call path, with what "
+                                      "differs in each."),
     ("POST, DELETE", "/api/token/", "POST a username and password for a token; DELETE revokes the token "
                                     "sent (from a browser login: all of yours)."),
     ("POST", "/api/token/rotate/", "Swap the token sent for a new one."),

@@ -87,6 +87,9 @@ class SessionRecordSerializer(AsDictSerializer):
     finished_at = serializers.DateTimeField(allow_null=True)
     worker = serializers.CharField(allow_null=True, help_text='The process running (or that ran) the session, '
                                    '"hostname:pid"; null before it was claimed.')
+    replay_of = serializers.UUIDField(allow_null=True, help_text="The session this one replays, if it is a replay.")
+    forked_from = serializers.JSONField(allow_null=True, help_text='{"session": id, "node": seq}: the session and '
+                                        "model call this one was forked at, if it is a fork.")
 
 
 class UsageSerializer(serializers.Serializer):
@@ -153,6 +156,7 @@ class NodeSerializer(AsDictSerializer):
     model = serializers.CharField(allow_blank=True)
     usage = serializers.JSONField(allow_null=True)
     rev = serializers.IntegerField(help_text="The session revision of this node's last change.")
+    replayed = serializers.BooleanField(help_text="A model call answered from the recorded run (a replay).")
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
     duration_ms = serializers.IntegerField(allow_null=True)

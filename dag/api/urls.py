@@ -3,6 +3,7 @@ and JSON answers where Django's would be HTML (see `errors`)."""
 from django.urls import path, re_path
 from rest_framework.routers import SimpleRouter
 
+from . import debugging
 from .errors import NoSuchEndpoint, guarded
 from .index import ApiIndexView
 from .schema_views import DocsView, SchemaView
@@ -14,7 +15,14 @@ router.register("functions", FunctionViewSet, basename="function")
 router.register("sessions", SessionViewSet, basename="session")
 router.register("models", ModelViewSet, basename="model")
 
-urlpatterns = guarded([path("", ApiIndexView.as_view(), name="api-index")] + router.urls + [
+# Before the router's: its session routes would read "compare" as a session id.
+DEBUGGING = [
+    path("sessions/compare/", debugging.CompareView.as_view(), name="session-compare-api"),
+    path("sessions/<str:id>/replay/", debugging.ReplayView.as_view(), name="session-replay"),
+    path("sessions/<str:id>/fork/", debugging.ForkView.as_view(), name="session-fork"),
+]
+
+urlpatterns = guarded([path("", ApiIndexView.as_view(), name="api-index")] + DEBUGGING + router.urls + [
     path("token/", TokenView.as_view(), name="api-token"),
     path("token/rotate/", TokenRotateView.as_view(), name="api-token-rotate"),
     path("schema/", SchemaView.as_view(), name="schema"),

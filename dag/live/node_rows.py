@@ -17,7 +17,7 @@ COLUMNS = (
     ("id", "id"), ("seq", "seq"), ("parent", "parent_id"), ("kind", "kind"), ("name", "name"),
     ("status", "status"), ("depth", "depth"), ("name_depth", "name_depth"), ("expose", "expose"),
     ("render_range", "render_range"), ("doc", "doc"), ("input", "input"), ("output", "output"),
-    ("error", "error"), ("traceback", "traceback"), ("refusal", "refusal"), ("model", "model"), ("usage", "usage"), ("rev", "rev"),
+    ("error", "error"), ("traceback", "traceback"), ("refusal", "refusal"), ("model", "model"), ("usage", "usage"), ("rev", "rev"), ("replayed", "replayed"),
     ("started_at", "started_at"), ("finished_at", "finished_at"),
 )
 KEYS = tuple(key for key, _ in COLUMNS)

@@ -33,7 +33,8 @@ _SESSION_FIELDS = ("function", "args", "status", "result", "error", "cancel_requ
                    "budget_spend", "launch_budget", "model", "rev", "created_at", "started_at", "finished_at",
                    "worker")
 _NODE_FIELDS = ("kind", "name", "status", "depth", "name_depth", "expose", "render_range", "doc", "input",
-                "output", "error", "traceback", "refusal", "model", "usage", "rev", "started_at", "finished_at")
+                "output", "error", "traceback", "refusal", "model", "usage", "rev", "replayed", "started_at",
+                "finished_at")
 # The tightest bounds of every supported database (PostgreSQL's `integer` is 32-bit; SQLite's are all
 # 64-bit), so an import that works on one works on all.
 _INTEGER_RANGES = BaseDatabaseOperations.integer_field_ranges

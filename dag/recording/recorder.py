@@ -143,10 +143,12 @@ class DjangoRecorder(Recorder):
         if node is None:
             return
         output = None
+        replayed = {}
         if reply is not None:
             output = json_safe({"text": reply.get("text"), "tool_calls": reply.get("tool_calls") or []})
+            replayed = {"replayed": True} if reply.get("replayed") else {}
         self._off_loop(self._writes.finish, node, status=status, output=output,
-                       usage=json_safe(usage) if usage is not None else None, error=error_text(error))
+                       usage=json_safe(usage) if usage is not None else None, error=error_text(error), **replayed)
 
     # -- the session -----------------------------------------------------------------------------
 

@@ -114,10 +114,12 @@ def argument_problems(tool, args) -> dict:
     return problems
 
 
-def create_session(owner, function: str, args, budget: dict | None = None, model: str | None = None) -> Session:
+def create_session(owner, function: str, args, budget: dict | None = None, model: str | None = None,
+                   origin: dict | None = None) -> Session:
     """A queued session for `function(**args)` owned by `owner`, run under `budget` (see `launch_budget`)
     on `model` (see `model_choice`; None: the server's), or LaunchRejected saying what is wrong
-    (LaunchLimited when `owner` is over a per-user limit)."""
+    (LaunchLimited when `owner` is over a per-user limit). `origin`: the session fields of a replay or a
+    fork (`dag.runs.rerun`)."""
     if not isinstance(function, str) or not function:
         raise LaunchRejected({"function": ["give the name of a function to run"]})
     try:
@@ -142,7 +144,7 @@ def create_session(owner, function: str, args, budget: dict | None = None, model
     if over_storage:
         raise LaunchLimited(over_storage)
     return write_path.queue_session(owner, admit=lambda: _admit_another_run(owner), function=function, args=args,
-                                    model=model, launch_budget=budget)
+                                    model=model, launch_budget=budget, **(origin or {}))
 
 
 def _admit_another_run(owner) -> None:
@@ -154,9 +156,10 @@ def _admit_another_run(owner) -> None:
         raise LaunchLimited(limited)
 
 
-def launch(owner, function: str, args, budget: dict | None = None, model: str | None = None) -> Session:
+def launch(owner, function: str, args, budget: dict | None = None, model: str | None = None,
+           origin: dict | None = None) -> Session:
     """Create the session and submit it to the configured executor (after the row is committed)."""
     executor = get_executor()  # first: a misconfigured executor must not leave a session queued forever
-    session = create_session(owner, function, args, budget, model)
+    session = create_session(owner, function, args, budget, model, origin)
     executor.submit(session.pk)
     return session

@@ -17,7 +17,7 @@ from runtime import CancelledError, create_runtime, use_recorder, use_runtime
 from ..models import Session
 from ..recording import write_path
 from ..recording.recorder import DjangoRecorder, error_text
-from . import catalog, launch_budget, leases, stop
+from . import catalog, launch_budget, leases, replay_source, stop
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ def run_session(session_id) -> None:
         kwargs = tool.validate(session.args)
         # The model the launch chose; a bad runtime setting (OPENPROGRAM_UNATTENDED=maybe on a worker
         # started without the system checks) ends the session saying so, not left running.
-        model_runtime = create_runtime(model=session.model or None)
+        model_runtime = replay_source.runtime_for(session) or create_runtime(model=session.model or None)
     except Exception as exc:  # the function was removed or changed its parameters since the launch
         write_path.finish_session(session_id, Session.Status.ERROR, error=str(exc), lease=lease)
         return

@@ -29,6 +29,11 @@ export function deleteSession(sessionUrl) {
   return request(sessionUrl, {method: "DELETE"});
 }
 
+/** POST `body` as JSON; resolves with the answer's JSON. */
+export function postJson(url, body) {
+  return request(url, {method: "POST", body: JSON.stringify(body)});
+}
+
 export function getJson(url) {
   return request(url);
 }

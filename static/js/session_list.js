@@ -12,6 +12,7 @@
 import {stopSession} from "./api.js";
 import {confirmAndDelete} from "./delete_sessions.js";
 import {terminalStatuses} from "./dom.js";
+import {compareUrl} from "./rerun.js";
 
 const table = document.querySelector("table.sessions");
 const body = table?.tBodies[0];
@@ -241,6 +242,14 @@ function showPicked() {
   const bar = document.querySelector("[data-role=bulk]");
   bar.hidden = count === 0;
   bar.querySelector("[data-role=picked-count]").textContent = `${count} picked`;
+  showComparePicked(bar.querySelector("[data-role=compare-picked]"), pickedRows());
+}
+
+/** "Compare picked" links the comparison of exactly two picked runs (the older one as A: the list is
+ * newest first), and hides for any other count. */
+function showComparePicked(link, picked) {
+  link.hidden = picked.length !== 2;
+  if (picked.length === 2) link.href = compareUrl(picked[1].dataset.session, picked[0].dataset.session);
 }
 
 table?.addEventListener("change", (event) => {

@@ -12,6 +12,7 @@ import {CallSearch} from "./live/search.js";
 import {SessionStream} from "./live/stream.js";
 import {TimelineView} from "./live/timeline_view.js";
 import {renderTotals, runTotals, warningText} from "./live/totals.js";
+import {wireReplayButton} from "./rerun.js";
 import {TreeModel} from "./live/tree_model.js";
 import {TreeView} from "./live/tree_view.js";
 
@@ -22,6 +23,7 @@ const find = (role) => root.querySelector(`[data-role=${role}]`);
 
 const model = new TreeModel();
 const header = new SessionHeader(root, root.dataset.stopUrl, terminal);
+wireReplayButton(root);
 const followBox = find("follow");
 const deleteButton = find("delete");
 const chip = find("new-chip");

@@ -30,6 +30,8 @@ from dag.runs.launch import LaunchRejected, launch
 from dag.runs.launch_budget import FIELDS, BudgetProblem, describe, parse_budget_text
 from dag.runs.lifecycle import request_stop
 from dag.runs.local_user import default_user
+from dag.runs.rerun import own_session, start_replay
+from runtime.providers.replay import THEN_CHOICES
 
 POLL_S = 0.1
 EXIT_CODES = {Session.Status.COMPLETED: 0, Session.Status.ERROR: 1, Session.Status.INTERRUPTED: 1,
@@ -124,15 +126,25 @@ class Command(BaseCommand):
         return super().create_parser(prog_name, subcommand, **kwargs)
 
     def add_arguments(self, parser):
-        parser.add_argument("function", help="the function's name (see the catalog or /api/functions/)")
+        parser.add_argument("function", nargs="?", help="the function's name (see the catalog or /api/functions/)")
         parser.add_argument("arguments", nargs="*", metavar="key=value",
                             help="arguments as the form takes them; repeat a key for a list")
         parser.add_argument("--user", help="run as this user (default: the local user)")
         parser.add_argument("--budget", metavar="LIMIT=N,...", default="",
                             help=f"limits for the whole run, e.g. max_llm_calls=20,timeout_s=60 "
                                  f"(any of {', '.join(FIELDS)}); they tighten the function's own budget")
+        parser.add_argument("--replay", metavar="SESSION_ID",
+                            help="replay that session: its function and arguments again, each model call answered "
+                                 "from its recorded reply (no model is called)")
+        parser.add_argument("--then", choices=THEN_CHOICES, default="stop",
+                            help="with --replay, at a model call the recording has no answer for: stop "
+                                 "(ReplayDiverged, the default) or go on with live calls")
 
     def handle(self, *args, **options):
+        if options["replay"] is not None:
+            return self._replay(options)
+        if options["function"] is None:
+            raise CommandError("name the function to run (or --replay SESSION_ID)", returncode=EXIT_BAD_INVOCATION)
         try:
             entry = catalog.get(options["function"])
         except catalog.UnknownFunction as exc:
@@ -163,6 +175,28 @@ class Command(BaseCommand):
                 console.print(f"Budget: {describe(budget)}", soft_wrap=True)
             session, nodes = self._watch(session, console, presses)
         console.print(build_tree(session.as_dict(), nodes))  # the whole tree, once it is final
+        self._report(session, console)
+
+    def _replay(self, options) -> None:
+        """`--replay ID`: a replay of the user's session ID (dag.runs.rerun), watched like a launch."""
+        if options["function"] is not None or options["arguments"] or options["budget"]:
+            raise CommandError("--replay runs the session's own function, arguments and budget: give no "
+                               "function, arguments or --budget with it", returncode=EXIT_BAD_INVOCATION)
+        user = self._user(options["user"])
+        original = own_session(user, options["replay"])
+        if original is None:
+            raise CommandError(f"no session {options['replay']!r} of {user.get_username()} to replay",
+                               returncode=EXIT_BAD_INVOCATION)
+        with _ctrl_c_counted() as presses:
+            try:
+                session = start_replay(user, original, options["then"])
+            except LaunchRejected as exc:
+                raise CommandError(f"cannot replay {original.pk}: {exc}", returncode=EXIT_BAD_INVOCATION) from None
+            console = Console(file=getattr(self.stdout, "_out", self.stdout), highlight=False)
+            console.print(f"Session {session.pk}, a replay of {original.pk} (as {user.get_username()}); "
+                          f"page: /sessions/{session.pk}/", soft_wrap=True)
+            session, nodes = self._watch(session, console, presses)
+        console.print(build_tree(session.as_dict(), nodes))
         self._report(session, console)
 
     def _user(self, username: str | None):

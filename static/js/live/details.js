@@ -2,6 +2,7 @@
 // breadcrumb of its call path. Everything is text: model output can contain markup and stays inert.
 
 import {clear, el, elapsedMs, formatDuration, formatTime, pretty, STATUS_ICONS} from "../dom.js";
+import {forkSection} from "../rerun.js";
 
 export function renderDetails(panel, model, id, {ceiling, onSelect}) {
   clear(panel);
@@ -26,6 +27,8 @@ export function renderDetails(panel, model, id, {ceiling, onSelect}) {
   if (node.traceback) panel.append(section("Traceback", el("pre", {class: "error-text traceback", text: node.traceback})));
   if (node.kind === "llm") appendExchange(panel, node);
   else appendCall(panel, node);
+  const fork = node.status === "running" ? null : forkSection(node);
+  if (fork) panel.append(fork);
 }
 
 function breadcrumb(path, onSelect) {
@@ -49,6 +52,7 @@ function facts(node, ceiling) {
     ["Started", formatTime(node.started_at)],
     ["Duration", formatDuration(duration)],
     ["Model", node.model || null],
+    ["Replayed", node.replayed ? "answered from the recorded run" : null],
     ["Tokens", node.usage ? usageText(node.usage) : null],
     ["Exposes", node.kind === "code" ? node.expose : null],
   ];

@@ -1,5 +1,7 @@
-"""The debugging tests' functions module, offered as the catalog."""
+"""The debugging tests' fixtures: their functions module as the catalog, and the live model calls counted."""
 import pytest
+
+from .replays import provider_calls  # noqa: F401 (a fixture for every test here)
 
 MODULE = "tests.web.debugging.debug_functions"
 

@@ -16,10 +16,10 @@ pytestmark = pytest.mark.django_db
 
 SESSION_KEYS = {"id", "function", "args", "status", "phase", "result", "error", "cancel_requested", "budget",
                 "budget_spend", "launch_budget", "model", "rev", "node_count", "created_at", "started_at",
-                "finished_at", "worker"}
+                "finished_at", "worker", "replay_of", "forked_from"}
 NODE_KEYS = {"id", "seq", "parent", "kind", "name", "status", "depth", "name_depth", "expose", "render_range",
-             "doc", "input", "output", "error", "refusal", "model", "usage", "rev", "started_at", "finished_at",
-             "duration_ms"}
+             "doc", "input", "output", "error", "traceback", "refusal", "model", "usage", "rev", "replayed",
+             "started_at", "finished_at", "duration_ms"}
 
 
 
