@@ -39,7 +39,7 @@ setup: $(STAMP)
 
 run: $(STAMP)
 	@$(BIN)/python bin/ensure-port-free "$(HOST)" "$(PORT)"
-	@$(BIN)/python bin/prepare-run
+	@$(BIN)/python bin/prepare-run "$(HOST)" "$(PORT)"
 	$(BIN)/daphne -b $(HOST) -p $(PORT) openprogram_web.serve:application
 
 # One Celery worker for OPENPROGRAM_EXECUTOR=celery (README, "Scaling out"): the same venv and environment

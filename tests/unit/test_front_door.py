@@ -118,7 +118,8 @@ def test_run_starts_django_once_before_serving(tmp_path):
 
     assert done.returncode == 0, done.stderr
     calls = [line for line in log.read_text().splitlines() if "ensure-port-free" not in line]
-    assert calls == ["python bin/prepare-run", f"daphne -b 127.0.0.1 -p {port} openprogram_web.serve:application"]
+    assert calls == [f"python bin/prepare-run 127.0.0.1 {port}",
+                     f"daphne -b 127.0.0.1 -p {port} openprogram_web.serve:application"]
 
 
 TEST_TOOLS = ("pytest", "pytest-django", "pytest-asyncio", "playwright", "schemathesis", "hypothesis", "websockets")

@@ -56,3 +56,17 @@ def test_another_users_password_change_leaves_the_local_users_file(settings, tmp
     other.set_password("second")
     other.save()
     assert credentials_file().exists()
+
+
+def test_a_first_start_prints_the_address_user_and_password_together(settings, tmp_path, fast_hashing):
+    settings.VAR_DIR = tmp_path
+    out = io.StringIO()
+    call_command("ensure_local_user", address="http://127.0.0.1:8000/", stdout=out)
+    lines = out.getvalue().splitlines()
+    where = lines.index("  open:     http://127.0.0.1:8000/")
+    assert lines[where + 1] == f"  username: {LOCAL_USERNAME}" and lines[where + 2].startswith("  password: ")
+
+    again = io.StringIO()
+    call_command("ensure_local_user", address="http://127.0.0.1:8000/", stdout=again)
+    assert again.getvalue().strip() == (f"Open http://127.0.0.1:8000/ and log in as {LOCAL_USERNAME} "
+                                        f"(its password is in {credentials_file()})")
