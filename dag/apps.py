@@ -9,4 +9,5 @@ class DagConfig(AppConfig):
     def ready(self) -> None:
         from . import checks  # noqa: F401 (registers the system checks)
         from .accounts import tokens  # noqa: F401 (logging out revokes API tokens)
+        from .accounts import deactivation  # noqa: F401 (deactivating a user stops their runs)
         from .live import login_check  # noqa: F401 (logging out closes the session's live sockets)

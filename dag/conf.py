@@ -81,6 +81,14 @@ DEFAULTS: dict[str, Any] = {
     # Password checks (the login page and POST /api/token/ together) per client address: "N/s", "N/min",
     # "N/hour" or "N/day"; "off" for no limit.
     "LOGIN_RATE": "10/min",
+    # Failed password checks against one account, from every address together (the login page, the admin's
+    # login and POST /api/token/), in the same form as LOGIN_RATE: over it, that account's password
+    # logins are refused (429) for the rest of the window; its tokens and open sessions keep working.
+    "ACCOUNT_LOGIN_RATE": "20/hour",
+    # Days after its end an ended session is deleted by the reaper's pass, with its nodes (0: kept for ever).
+    "RETENTION_DAYS": 0.0,
+    # Days a read-only share link of a session works (POST /api/sessions/{id}/share/), unless revoked sooner.
+    "SHARE_DAYS": 7.0,
     # Models a launch may choose beyond the simulated ones and each configured provider's default model,
     # as provider:model specs (comma-separated as text), e.g. "openai:gpt-4o,anthropic:claude-haiku-4-5".
     "MODELS": [],
@@ -102,7 +110,8 @@ MINIMUMS: dict[str, float] = {
     "EXECUTOR_WORKERS": 1, "MAX_ARGS_BYTES": 1, "MAX_ACTIVE_RUNS_PER_USER": 0, "MAX_STORED_BYTES_PER_USER": 0,
     "WS_HEARTBEAT_S": 0.1, "MAX_LIVE_SOCKETS_PER_USER": 0, "QUEUED_RESEND_S": 1, "BROADCAST_WINDOW_S": 0, "LIST_UPDATE_S": 0, "WORKER_CONCURRENCY": 1,
     "CELERY_VISIBILITY_TIMEOUT_S": 1, "STOP_POLL_S": 0.01, "CANCEL_DEADLINE_S": 0, "WRITE_BATCH_MS": 0,
-    "WRITE_BATCH_ROWS": 0, "LEASE_S": 1, "HEARTBEAT_S": 0.1, "DB_OUTAGE_S": 0,
+    "WRITE_BATCH_ROWS": 0, "LEASE_S": 1, "HEARTBEAT_S": 0.1, "DB_OUTAGE_S": 0, "RETENTION_DAYS": 0,
+    "SHARE_DAYS": 0.001,
 }
 _RATE = re.compile(r"^\d+/(s|sec|second|m|min|minute|h|hour|d|day)$")
 # Settings whose text has a form of its own: the check, and what to say when it fails.
@@ -111,6 +120,7 @@ FORMATS: dict[str, tuple[Any, str]] = {
     "LOGIN_RATE": (lambda text: text.strip().lower() in ("off", "none", "0", "") or _RATE.match(text.strip()),
                    'a rate like "10/min" (per s, min, hour or day), or "off"'),
 }
+FORMATS["ACCOUNT_LOGIN_RATE"] = FORMATS["LOGIN_RATE"]
 # Facts derived from Django's own settings, cached and reloaded the same way: (the setting, how).
 DERIVED: dict[str, tuple[str, Any]] = {
     # The channel layer lives in this process's memory: no consumer in another process can hear it.

@@ -300,6 +300,11 @@ REST_KNOX = {
 }
 # Password checks (the login page and POST /api/token/ together) per client address (see dag.conf).
 OPENPROGRAM_LOGIN_RATE = os.environ.get("OPENPROGRAM_LOGIN_RATE")
+# Failed password checks against one account from every address together (see dag.conf).
+OPENPROGRAM_ACCOUNT_LOGIN_RATE = os.environ.get("OPENPROGRAM_ACCOUNT_LOGIN_RATE")
+# Days ended sessions are kept, and days a share link works (see dag.conf).
+OPENPROGRAM_RETENTION_DAYS = os.environ.get("OPENPROGRAM_RETENTION_DAYS")
+OPENPROGRAM_SHARE_DAYS = os.environ.get("OPENPROGRAM_SHARE_DAYS")
 # Models a launch may choose beyond the simulated ones and each provider's default (see dag.conf).
 OPENPROGRAM_MODELS = os.environ.get("OPENPROGRAM_MODELS")
 SPECTACULAR_SETTINGS = {

@@ -12,6 +12,10 @@ client's read-decide-write holds a lock (`one_at_a_time`): a Redis lock beside t
 on files an exclusive lock on a file in the cache's directory, which every process on the machine
 sees. An attempt waits at most LOCK_WAIT_S for it, then is refused as over the rate.
 
+A second count, per account (`AccountLoginThrottle`, `OPENPROGRAM_ACCOUNT_LOGIN_RATE`), holds the failed
+checks against one username from every address together: many addresses get no more guesses at one
+password than one address.
+
 An IPv6 client is counted by its /64, the block one subscriber or host is usually given: counting each
 address on its own would give such a client 2^64 counts.
 
@@ -160,8 +164,7 @@ class LoginRateThrottle(SimpleRateThrottle):
 
     def get_rate(self):
         # Read at each request (not DRF's THROTTLE_RATES, fixed at import), so a changed setting holds.
-        rate = conf.LOGIN_RATE.strip()  # its form is checked by dag.conf (and at start-up, dag.E003)
-        return None if rate.lower() in ("", "off", "none", "0") else rate
+        return rate_or_none(conf.LOGIN_RATE)
 
     def get_cache_key(self, request, view):
         return self.cache_format % {"scope": self.scope, "ident": counted_client(self.get_ident(request))}
@@ -172,6 +175,8 @@ class LoginRateThrottle(SimpleRateThrottle):
         if self.get_rate() is None:
             return True
         key = self.get_cache_key(request, view)
+        if key is None:
+            return True  # nothing to count by (an account throttle with no account named)
         try:
             allowed = self._allow_one_at_a_time(request, view, key)
         except RedisError as exc:
@@ -187,6 +192,64 @@ class LoginRateThrottle(SimpleRateThrottle):
                 self.key = key
                 return False
             return super().allow_request(request, view)
+
+
+class AccountLoginThrottle(LoginRateThrottle):
+    """Failed password checks against one account, from every address together
+    (`OPENPROGRAM_ACCOUNT_LOGIN_RATE`): a guesser with many addresses gets no more tries at one password
+    than one address would. What it trades: anyone can lock an account's password logins for the window
+    by failing on purpose (its API tokens and open browser sessions keep working).
+
+    An attempt is counted before its password is checked, under the account's lock like the address
+    count (so concurrent guesses cannot all pass before the first failure lands), and given back when the
+    password was right (`give_back`): what stays counted are the failures. The account is keyed by a
+    digest of the username as sent (any text; unknown usernames are counted alike, so the limit does not
+    tell which accounts exist).
+    """
+
+    scope = "login-account"
+
+    def __init__(self, username):
+        super().__init__()
+        self.username = username if isinstance(username, str) and username else None
+
+    def get_rate(self):
+        return rate_or_none(conf.ACCOUNT_LOGIN_RATE)
+
+    def get_cache_key(self, request, view):
+        if self.username is None:
+            return None  # no account named (a password change): the address count alone holds
+        digest = hashlib.sha256(self.username.encode("utf-8", "surrogatepass")).hexdigest()
+        return self.cache_format % {"scope": self.scope, "ident": digest}
+
+    def throttle_failure(self):
+        # Once per window, not per refused attempt: a guesser must not fill the log either.
+        if self.cache.add(f"{self.key}:told", True, int(self.duration)):
+            logger.warning("login throttle: %d failed password checks against the account %r from all addresses "
+                           "within %d s (OPENPROGRAM_ACCOUNT_LOGIN_RATE=%s): its password logins are refused "
+                           "for the rest of that window", len(self.history), self.username, self.duration,
+                           self.rate)
+        return super().throttle_failure()
+
+    def give_back(self) -> None:
+        """The password was right: uncount this attempt. Not raising: the login has happened already."""
+        if getattr(self, "key", None) is None or not self.history or self.history[0] != self.now:
+            return  # not counted (no rate, no account, or refused)
+        try:
+            with one_at_a_time(self.cache, self.key) as held:
+                history = self.cache.get(self.key, []) if held else []
+                if self.now in history:
+                    history.remove(self.now)
+                    self.cache.set(self.key, history, self.duration)
+        except RedisError as exc:  # it stays counted until its window ends
+            _outage.failed(exc)
+
+
+def rate_or_none(text: str) -> str | None:
+    """A rate setting's text as DRF's throttles read it; None for "off" (its form is checked by dag.conf,
+    and at start-up by dag.E003)."""
+    rate = text.strip()
+    return None if rate.lower() in ("", "off", "none", "0") else rate
 
 
 def counted_client(ident: str) -> str:
@@ -210,12 +273,13 @@ def logged_once(refusal):
     return refusal
 
 
-def login_wait(request) -> int | None:
-    """Count one password attempt from `request`'s client; None if allowed, else whole seconds to wait."""
-    throttle = LoginRateThrottle()
-    if throttle.allow_request(request, None):
-        return None
-    return max(1, math.ceil(throttle.wait() or 1))
+def login_wait(request, account: AccountLoginThrottle | None = None) -> int | None:
+    """Count one password attempt from `request`'s client, and against `account` if given (once the
+    address is within its rate); None if allowed, else whole seconds to wait."""
+    for throttle in (LoginRateThrottle(), account):
+        if throttle is not None and not throttle.allow_request(request, None):
+            return max(1, math.ceil(throttle.wait() or 1))
+    return None
 
 
 def throttled_post(request, post, show_page):
@@ -223,14 +287,19 @@ def throttled_post(request, post, show_page):
     `show_page(wait)` renders it, as a 429 with Retry-After. The page is shown as for a GET (the request's
     method is changed so): an unbound form, and no password looked at. While the count cannot be read
     (`ThrottleUnavailable`), a plain 503 page with Retry-After, and no password looked at either."""
+    account = AccountLoginThrottle(request.POST.get("username"))
     try:
-        wait = login_wait(request)
+        wait = login_wait(request, account)
     except ThrottleUnavailable as refused:
         return logged_once(HttpResponse(f"{refused.detail}\n", status=refused.status_code,
                                         content_type="text/plain; charset=utf-8",
                                         headers={"Retry-After": str(refused.wait)}))
     if wait is None:
-        return post()
+        response = post()
+        user = getattr(request, "user", None)
+        if user is not None and user.is_authenticated and user.get_username() == account.username:
+            account.give_back()  # logged in as the account named: the password was right
+        return response
     request.method = "GET"
     response = show_page(wait)
     if response.status_code == 200:  # not the redirect a logged-in user's admin login is

@@ -20,7 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ..accounts import tokens
-from ..accounts.throttles import LoginRateThrottle, ThrottleUnavailable, logged_once
+from ..accounts.throttles import AccountLoginThrottle, LoginRateThrottle, ThrottleUnavailable, logged_once
 from ..accounts.tokens import TokenChangeRefused
 from .authentication import TokenAuthentication
 from .parsers import JSONParser
@@ -87,6 +87,11 @@ class TokenView(APIView):
             if sent_from_another_site(request):
                 raise PermissionDenied("a token cannot be asked for from another site's page")
         super().check_throttles(request)
+        if request.method == "POST":  # the address is within its rate: now the account named
+            self.account = AccountLoginThrottle(request.data.get("username") if isinstance(request.data, dict)
+                                                else None)
+            if not self.account.allow_request(request, self):
+                self.throttled(request, self.account.wait())
 
     def handle_exception(self, exc):
         response = super().handle_exception(exc)
@@ -104,6 +109,7 @@ class TokenView(APIView):
     def post(self, request):
         credentials = AuthTokenSerializer(data=request.data, context={"request": request})
         credentials.is_valid(raise_exception=True)
+        self.account.give_back()  # the password was right: only failures count against the account
         try:
             return token_answer(tokens.issue(credentials.validated_data["user"],
                                              checked_password=credentials.validated_data["password"]))
