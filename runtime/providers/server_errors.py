@@ -18,9 +18,9 @@ _PRINTED_ERROR = re.compile(r"""'type': '(?P<type>\w+)', 'loc': \((?P<loc>[^)]*)
 _UNION_NOISE = ("literal_error", "missing")
 _SHOWN_COMPLAINTS = 3
 
-_CONTEXT_WORDS = re.compile(r"context (?:length|window)|maximum context|prompt is too long", re.IGNORECASE)
-_CONTEXT_SIZE = re.compile(r"(?:maximum context length is|context window of|context length of|n_ctx[ =:]*)\s*(\d+)",
-                           re.IGNORECASE)
+_CONTEXT_WORDS = re.compile(r"context (?:length|window|size)|maximum context|prompt is too long", re.IGNORECASE)
+_CONTEXT_SIZE = re.compile(r"(?:maximum context length is|context window of|context length of|context size \(|"
+                           r"n_ctx[ =:]*)\s*(\d+)", re.IGNORECASE)
 # How llama-cpp-python, vLLM, OpenAI and llama.cpp's server each say how big the prompt was.
 _PROMPT_SIZE = [re.compile(pattern, re.IGNORECASE) for pattern in (
     r"(\d+) in the messages", r"messages resulted in (\d+) tokens", r"(\d+) input tokens",

@@ -2,13 +2,15 @@
 ended by its PID after the last; skipped, saying how to install it, when it is not installed."""
 import pytest
 
-from .llama_server import ModelServer, model_path, provider_on
+from .llama_server import HOW_TO_ENABLE, ModelServer, model_path, provider_on
 
 
 @pytest.fixture(scope="session")
 def model_server(tmp_path_factory):
-    model_path()  # skips here, before a process is started, when the server is not installed
-    server = ModelServer(tmp_path_factory.mktemp("model-server") / "server.log")
+    model = model_path()
+    if model is None:
+        pytest.skip(HOW_TO_ENABLE)
+    server = ModelServer(model, tmp_path_factory.mktemp("model-server") / "server.log")
     try:
         server.wait_until_serving()
         yield server

