@@ -40,7 +40,11 @@ def owner_bytes(owner) -> int:
 
     Reads one row per session, and nodes only of the sessions without a stored size: none at all
     while every session of `owner` has ended."""
-    sessions = Session.objects.filter(owner=owner)
+    return sessions_bytes(Session.objects.filter(owner=owner))
+
+
+def sessions_bytes(sessions) -> int:
+    """What the `sessions` (a queryset) hold, as `owner_bytes` counts them."""
     stored = sessions.aggregate(size=Sum("stored_bytes"))["size"] or 0
     unmeasured = list(sessions.filter(stored_bytes__isnull=True).values_list("pk", flat=True))
     if not unmeasured:

@@ -32,7 +32,7 @@ from django.utils import timezone
 
 from ..conf import conf
 from ..models import Session
-from ..recording import write_path
+from ..recording import retention, write_path
 from . import stop
 from .daemon import DaemonThread
 from .executors import InProcessExecutor, executor_class, get_executor
@@ -122,6 +122,7 @@ def one_pass(reachability: Reachability, now: Optional[float] = None) -> None:
         reap()
     stop.finish_overdue_cancellations()  # the other kind of session no run will finish
     resend_queued()  # and the sessions no worker will start, their message lost
+    retention.prune_expired()  # and the ended sessions kept past OPENPROGRAM_RETENTION_DAYS
     reachability.reached(now)
 
 
