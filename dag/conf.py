@@ -24,6 +24,9 @@ PREFIX = "OPENPROGRAM_"
 DEFAULTS: dict[str, Any] = {
     # Modules whose agentic functions the catalog shows (comma-separated as text).
     "FUNCTION_MODULES": ["examples.functions"],
+    # The address people open the app at, for addresses printed outside its pages (run_function's link to
+    # a run's page). `make run`'s own by default; set it when serving elsewhere or behind a proxy.
+    "SITE_URL": "http://127.0.0.1:8000",
     # Where runs execute: "inprocess" (threads in this process), "celery" (Celery workers on a Redis
     # broker), or a dotted path to a dag.runs.executors.Executor subclass.
     "EXECUTOR": "inprocess",

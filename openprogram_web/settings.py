@@ -323,6 +323,7 @@ SPECTACULAR_SETTINGS = {
 # Read through dag.conf (`conf.EXECUTOR`, ...), which holds each one's default and what it means. Unset
 # (None) is the default; text from the environment is converted to the default's type there.
 OPENPROGRAM_FUNCTION_MODULES = os.environ.get("OPENPROGRAM_FUNCTION_MODULES")
+OPENPROGRAM_SITE_URL = os.environ.get("OPENPROGRAM_SITE_URL")
 OPENPROGRAM_EXECUTOR = os.environ.get("OPENPROGRAM_EXECUTOR")
 OPENPROGRAM_EXECUTOR_WORKERS = os.environ.get("OPENPROGRAM_EXECUTOR_WORKERS")
 OPENPROGRAM_MAX_ARGS_BYTES = os.environ.get("OPENPROGRAM_MAX_ARGS_BYTES")

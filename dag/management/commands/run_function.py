@@ -16,10 +16,11 @@ from typing import Iterator
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
+from django.urls import reverse
 from rich.console import Console
 from rich.live import Live
 
-from dag.conf import OFF_WORDS, ON_WORDS
+from dag.conf import OFF_WORDS, ON_WORDS, conf
 from dag.live.cli_tree import build_tree
 from dag.models import Node, Session
 from dag.recording.totals import session_totals, warning_text
@@ -83,6 +84,11 @@ def on_or_off(name: str, text: str) -> bool:
     return word in ON_WORDS
 
 
+def page_address(session: Session) -> str:
+    """The full address of `session`'s live page (OPENPROGRAM_SITE_URL and its path), for a terminal."""
+    return conf.SITE_URL.rstrip("/") + reverse("session-detail", args=[session.pk])
+
+
 def budget_problem_text(problem: BudgetProblem) -> str:
     """`problem` for a terminal: each limit's message after its name; a problem with the budget as a
     whole (BudgetProblem's "__all__" key, an internal name) as its message alone."""
@@ -133,6 +139,8 @@ class Command(BaseCommand):
         parser.add_argument("--budget", metavar="LIMIT=N,...", default="",
                             help=f"limits for the whole run, e.g. max_llm_calls=20,timeout_s=60 "
                                  f"(any of {', '.join(FIELDS)}); they tighten the function's own budget")
+        parser.add_argument("--model", help="the model to run on, one this server offers (GET /api/models/), "
+                                            "e.g. sim:naive or openai:gpt-4o-mini; default: OPENPROGRAM_MODEL")
         parser.add_argument("--replay", metavar="SESSION_ID",
                             help="replay that session: its function and arguments again, each model call answered "
                                  "from its recorded reply (no model is called)")
@@ -165,11 +173,11 @@ class Command(BaseCommand):
         # redraw, is a stop request, never a KeyboardInterrupt that leaves the run going.
         with _ctrl_c_counted() as presses:
             try:
-                session = launch(user, entry.name, form.args, budget)
-            except LaunchRejected as exc:  # the catalog changed since the form was checked
+                session = launch(user, entry.name, form.args, budget, model=options["model"])
+            except LaunchRejected as exc:  # a model not offered here, or the catalog changed since the check
                 raise CommandError(f"cannot launch {entry.name}: {exc}", returncode=EXIT_BAD_INVOCATION) from None
             console = Console(file=getattr(self.stdout, "_out", self.stdout), highlight=False)
-            console.print(f"Session {session.pk} (as {user.get_username()}); page: /sessions/{session.pk}/",
+            console.print(f"Session {session.pk} (as {user.get_username()}); page: {page_address(session)}",
                           soft_wrap=True)
             if budget:
                 console.print(f"Budget: {describe(budget)}", soft_wrap=True)
@@ -194,7 +202,7 @@ class Command(BaseCommand):
                 raise CommandError(f"cannot replay {original.pk}: {exc}", returncode=EXIT_BAD_INVOCATION) from None
             console = Console(file=getattr(self.stdout, "_out", self.stdout), highlight=False)
             console.print(f"Session {session.pk}, a replay of {original.pk} (as {user.get_username()}); "
-                          f"page: /sessions/{session.pk}/", soft_wrap=True)
+                          f"page: {page_address(session)}", soft_wrap=True)
             session, nodes = self._watch(session, console, presses)
         console.print(build_tree(session.as_dict(), nodes))
         self._report(session, console)
