@@ -38,7 +38,8 @@ def complaint(exc: Exception) -> str:
                                                       str(d.get("msg", ""))) for d in detail if isinstance(d, dict)])
         error = body.get("error", body)
         if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return _boiled_down(error["message"])
+            # llama-cpp-python answers a failed assertion (tool_choice "required" among several tools) so
+            return _boiled_down(error["message"]) if error["message"].strip() else "the server gave no reason"
         if isinstance(error, str):  # Ollama's native error body: {"error": "..."}
             return _boiled_down(error)
     return getattr(exc, "message", None) or str(exc)

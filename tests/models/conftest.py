@@ -2,6 +2,7 @@
 ended by its PID after the last; skipped, saying how to install it, when it is not installed."""
 import pytest
 
+from ..unit.conftest import install_hook  # noqa: F401 (a fixture: hooks installed for one test)
 from .llama_server import HOW_TO_ENABLE, ModelServer, model_path, provider_on
 
 

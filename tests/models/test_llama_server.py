@@ -10,8 +10,7 @@ from typing import Literal
 
 import pytest
 
-from runtime import (CancelledError, ExecLimitExceeded, Recorder, Runtime, add_pre_invocation_hook,
-                     agentic_function, function, remove_pre_invocation_hook, use_recorder)
+from runtime import CancelledError, ExecLimitExceeded, Recorder, Runtime, agentic_function, function, use_recorder
 from runtime.messages import ModelReply
 from runtime.retry import ProviderError, RetryPolicy
 
@@ -22,19 +21,6 @@ from .llama_server import CONTEXT_TOKENS, CountingProvider, provider_on
 def get_weather(city: str) -> str:
     """Get the current weather for a city."""
     return f"It is sunny in {city}."
-
-
-@pytest.fixture
-def hook():
-    """Install one pre-invocation hook for a test; removed afterwards."""
-    installed = []
-
-    def install(fn):
-        add_pre_invocation_hook(fn)
-        installed.append(fn)
-    yield install
-    for fn in installed:
-        remove_pre_invocation_hook(fn)
 
 
 def test_a_tool_using_run_reaches_its_second_model_call_and_ends_for_a_model_reason(model):
@@ -50,20 +36,20 @@ def test_a_tool_using_run_reaches_its_second_model_call_and_ends_for_a_model_rea
     assert isinstance(outcome, (str, ExecLimitExceeded))
 
 
-def test_a_stop_during_a_model_call_abandons_the_request(model, hook):
+def test_a_stop_during_a_model_call_abandons_the_request(model, install_hook):
     stopped = []
 
     def stop_while_in_flight(event):
         if getattr(event, "in_flight", False):  # the request is at the server, the reply not back
             stopped.append(event)
             raise CancelledError("stopped while the model was answering")
-    hook(stop_while_in_flight)
+    install_hook(stop_while_in_flight)
     with pytest.raises(CancelledError, match="stopped while the model was answering"):
         Runtime(provider=model).llm("Write a long story about a dragon and a knight.")
     assert len(stopped) == 1 and [type(o) for o in model.outcomes] == [CancelledError]
 
 
-def test_the_guard_refuses_a_model_forced_to_call_itself_at_depth_6(model, hook):
+def test_the_guard_refuses_a_model_forced_to_call_itself_at_depth_6(model, install_hook):
     refusals = []
 
     class Refusals(Recorder):
@@ -83,7 +69,7 @@ def test_the_guard_refuses_a_model_forced_to_call_itself_at_depth_6(model, hook)
         # person presses stop then, which keeps this test at five model calls.
         if refusals and getattr(event, "kind", None) == "model_call":
             raise CancelledError("stopped after the refusal")
-    hook(stop_after_the_refusal)
+    install_hook(stop_after_the_refusal)
     with use_recorder(Refusals()), pytest.raises(CancelledError):
         delegate("news", runtime=Runtime(provider=model))
     assert [(name, depth) for name, depth, _ in refusals] == [("delegate", 6)]

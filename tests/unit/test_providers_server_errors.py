@@ -65,6 +65,12 @@ def test_a_4xx_but_408_409_429_is_tried_once_with_the_servers_words(status):
     assert len(server.requests) == 1
 
 
+def test_a_server_error_with_an_empty_message_says_the_server_gave_no_reason():
+    with FakeServer([OpenAIWire.error(500, "")] * 3) as server:
+        with pytest.raises(ProviderError, match=r"after 3 attempts\): HTTP 500: the server gave no reason$"):
+            ask(make("openai", server)[0])
+
+
 @pytest.mark.parametrize("status", [408, 409])
 def test_a_408_or_409_is_tried_again(status):
     with FakeServer([OpenAIWire.error(status, "try later"), OpenAIWire.answer("fine")]) as server:
