@@ -102,9 +102,13 @@ services:
 browser:
 	@bash bin/ensure-browser
 
-# Every bench/bench_*.py in turn, bench_peers.py (the `bench-peers` table) among them.
+# Every bench/bench_*.py in turn, bench_peers.py (the `bench-peers` table) among them. A script that fails
+# does not stop the others: the failed ones are named at the end, and make fails.
 bench: setup test-tools services browser
-	@for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+	@failed=""; for script in bench/bench_*.py; do echo "== $$script"; \
+	  $(BIN)/python $$script || failed="$$failed $$script (exit $$?)"; done; \
+	  if [ -n "$$failed" ]; then echo "make bench: failed:$$failed" >&2; exit 1; fi; \
+	  echo "make bench: every script ran"
 
 # This project beside openprogram 0.5.0 and openai-agents 0.24.0, offline: the peers go in their own venv
 # under var/ (created on first use, reused while the pins match), never in requirements.txt.
