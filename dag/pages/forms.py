@@ -229,7 +229,9 @@ def from_form_text(param: Param, text: Any) -> Any:
     """The JSON value a widget's text stands for, OMIT to leave the argument out, or FormValueError."""
     if param.kind == "bool" and not param.nullable:
         return bool(text)
-    text = "" if text is None else text
+    # A browser sends a text area's line breaks as CRLF (HTML's form encoding); the function gets the
+    # "\n" the same text would have from the API, a file or the CLI.
+    text = "" if text is None else text.replace("\r\n", "\n")
     if param.kind == "bool":
         return _nullable_bool(text)
     if param.kind == "choice":

@@ -1,6 +1,8 @@
 """Pages: the function catalog and each function's launch form (login required for all of them)."""
 from __future__ import annotations
 
+import json
+
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import Http404
@@ -11,7 +13,7 @@ from ..models import Session
 from ..runs import catalog
 from ..runs.launch import LaunchLimited, LaunchRejected, launch
 from .launch_options import LaunchOptionsForm
-from .forms import LaunchForm
+from .forms import LaunchForm, parameters_of
 
 
 def session_page_url(session: Session) -> str:
@@ -21,7 +23,17 @@ def session_page_url(session: Session) -> str:
 
 @login_required
 def function_list(request):
-    return render(request, "functions/list.html", {"functions": catalog.entries()})
+    # Each card lists the parameters its form asks for (hidden ones are left out there too).
+    cards = [{"entry": entry, "params": [(param.name, _param_summary(param)) for param in parameters_of(entry.tool)]}
+             for entry in catalog.entries()]
+    return render(request, "functions/list.html", {"cards": cards})
+
+
+def _param_summary(param) -> str:
+    """A parameter's kind and whether it must be given, as its card shows it: `text, required`, `integer = 10`."""
+    if param.required:
+        return f"{param.kind}, required"
+    return f"{param.kind} = {json.dumps(param.schema['default'])}" if param.has_default else param.kind
 
 
 @login_required
