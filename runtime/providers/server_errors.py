@@ -3,8 +3,9 @@
 `complaint(exc)` is the server's own message: an OpenAI-style `{"error": {"message": ...}}` body, a
 FastAPI `{"detail": [...]}` list, or the SDK's text, with a pydantic list of validation errors boiled
 down to the fields it names (llama-cpp-python's server lists every branch of its message union, most
-of them noise). `context_overflow(message, code)` reads a refusal because the prompt does not fit the
-model's context into the two numbers that matter: the model's context and the prompt's size.
+of them noise). `is_context_overflow` tells a refusal because the prompt does not fit the model's
+context, and `context_overflow` reads it into the two numbers that matter: the model's context and the
+prompt's size.
 """
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ _PROMPT_SIZE = [re.compile(pattern, re.IGNORECASE) for pattern in (
 
 
 def complaint(exc: Exception) -> str:
-    """The server's complaint in an HTTP error `exc` (an SDK's status error), as short as says it."""
+    """The server's complaint in an HTTP error `exc` (an SDK's status error), a list of validation
+    errors shortened to the ones that matter."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
         detail = body.get("detail")
