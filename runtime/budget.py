@@ -80,6 +80,15 @@ def _positive_money(name: str, value: Any) -> Optional[float]:
     return float(value)
 
 
+# Costs are floats: a thousand calls of $0.01 add up to 9.99999999999983, which must read as $10 reached.
+MONEY_TOLERANCE_USD = 1e-9
+
+
+def money_reached(spent: float, limit: float) -> bool:
+    """Whether `spent` US dollars (calls in flight included) reach the money limit `limit`."""
+    return spent >= limit - MONEY_TOLERANCE_USD
+
+
 def _tighter(requested: Optional[float], remaining: Optional[float]) -> Optional[float]:
     if requested is None:
         return remaining
@@ -455,7 +464,7 @@ def _spend_breach(scopes, frame):
                            f"{scope.tokens} tokens are already spent")
         if scope.max_cost_usd is not None:
             in_flight = scope.reserved_calls * scope.root.dearest_call
-            if scope.cost_usd + in_flight >= scope.max_cost_usd:
+            if money_reached(scope.cost_usd + in_flight, scope.max_cost_usd):
                 return _breach(scope, "cost_usd", round(scope.max_cost_usd, 6), round(scope.cost_usd, 6), frame,
                                spent_text(scope.cost_usd, scope.reserved_calls))
         taken = scope.llm_calls + scope.reserved_calls

@@ -23,7 +23,7 @@ import threading
 from contextvars import ContextVar
 from typing import Optional
 
-from .budget import NO_SPEND, spent_text
+from .budget import NO_SPEND, money_reached, spent_text
 from .context import Frame, _current_budget, _current_recorder, current_frame, open_agentic_levels
 from .errors import BudgetExceeded
 from .prices import log_unpriced
@@ -105,7 +105,7 @@ class CallTally:
         if self.limit is not None and self.calls >= self.limit:
             return "llm_calls"
         if (self.max_cost_usd is not None
-                and self.cost_usd + self.in_flight * self.dearest_call >= self.max_cost_usd):
+                and money_reached(self.cost_usd + self.in_flight * self.dearest_call, self.max_cost_usd)):
             return "cost_usd"
         return None
 

@@ -23,7 +23,7 @@ QUEUED_SESSION = {
     "budget_spend": None, "launch_budget": None, "model": "sim", "rev": 0, "node_count": 0,
     "created_at": "2026-12-01T13:06:34.005047+00:00", "started_at": None, "finished_at": None, "worker": None,
     "replay_of": None, "forked_from": None, "counts": {}, "usage": {"llm_calls": 0, "input_tokens": 0, "output_tokens": 0}, "warning": "",
-    "wall_ms": None,
+    "wall_ms": None, "cost_usd": 0.0, "cost_unknown_calls": 0,
 }
 _COMPLETED = {"status": "completed", "phase": "completed", "result": 5, "rev": 13, "node_count": 6,
               "started_at": "2026-12-01T13:06:34.020714+00:00", "finished_at": "2026-12-01T13:06:34.026925+00:00",
@@ -42,7 +42,7 @@ REFUSED_SESSION = {
 CANCELLED_SESSION = {**QUEUED_SESSION, "status": "cancelled", "phase": "cancelled", "cancel_requested": True,
                      "error": "stopped before it started", "rev": 1,
                      "finished_at": "2026-12-01T13:06:35.112113+00:00"}
-_SUMMARY = ("counts", "usage", "warning", "wall_ms")
+_SUMMARY = ("counts", "usage", "warning", "wall_ms", "cost_usd", "cost_unknown_calls")
 RECORDED_SESSION = {key: value for key, value in COMPLETED_SESSION.items() if key not in _SUMMARY}
 
 ENTRY_NODE = {

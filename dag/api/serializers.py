@@ -116,11 +116,15 @@ class SessionSerializer(SessionRecordSerializer):
                                              "statuses with no node are absent.")
     usage = UsageSerializer()
     warning = serializers.CharField(allow_blank=True,
-                                    help_text='What the status alone hides, e.g. "1 refused" or "2 refused · '
-                                              '1 over budget" (calls the depth ceiling or a budget refused); '
-                                              '"" when none.')
+                                    help_text='What the status alone hides, e.g. "1 refused", "2 refused · '
+                                              '1 over budget" or "1 loop" (calls the depth ceiling, a budget or '
+                                              'the repeated-call guard refused); "" when none.')
     wall_ms = serializers.IntegerField(allow_null=True, help_text="Milliseconds from start to end, or to now "
                                        "while the run goes; null before it started.")
+    cost_usd = serializers.FloatField(allow_null=True, help_text="What the model calls cost so far, in US "
+                                      "dollars (those of known cost); null when none of them has a known cost.")
+    cost_unknown_calls = serializers.IntegerField(help_text="Completed model calls whose cost is unknown (a "
+                                                  "model without a price), not counted in cost_usd.")
 
     class Meta:
         list_serializer_class = SessionListSerializer
@@ -152,9 +156,11 @@ class NodeSerializer(AsDictSerializer):
                                       "its exception, the user's frames as file:line, the runtime's folded; "
                                       "else empty.")
     refusal = serializers.CharField(allow_blank=True, help_text='What refused the call: "depth" (the per-name '
-                                    'depth ceiling), "budget:<dimension>", or empty.')
+                                    'depth ceiling), "budget:<dimension>", "loop" (a repeated call), or empty.')
     model = serializers.CharField(allow_blank=True)
-    usage = serializers.JSONField(allow_null=True)
+    usage = serializers.JSONField(allow_null=True, help_text='A model call\'s {"input_tokens", "output_tokens", '
+                                  '"cost_usd"}: its cost in US dollars, absent when unknown (a model without a '
+                                  'price); other counts the provider reports may be present.')
     rev = serializers.IntegerField(help_text="The session revision of this node's last change.")
     replayed = serializers.BooleanField(help_text="A model call answered from the recorded run (a replay).")
     started_at = serializers.DateTimeField(allow_null=True)
@@ -183,6 +189,7 @@ class LaunchBudgetShape(serializers.Serializer):
     max_llm_calls = _budget_limit("max_llm_calls")
     max_tokens = _budget_limit("max_tokens")
     timeout_s = _budget_limit("timeout_s")
+    max_cost_usd = _budget_limit("max_cost_usd")
 
 
 @extend_schema_field(LaunchBudgetShape)

@@ -1,7 +1,7 @@
 """The call tree of a session drawn for a terminal with `rich`, from node dicts (`Node.as_dict()`).
 
-It reads like the session page's tree: each call with its status, duration, tokens and nesting
-(`depth 3 · nested 2 of 5`), and more than FOLD_THRESHOLD consecutive calls of one function under one
+It reads like the session page's tree: each call with its status, duration, tokens, cost and nesting
+(`depth 3 · nested 2 of 5`), the run's cost beside the session, and more than FOLD_THRESHOLD consecutive calls of one function under one
 caller folded into a single `name ×N` line with their status counts (static/js/live/tree_model.js).
 """
 from __future__ import annotations
@@ -16,6 +16,7 @@ from rich.tree import Tree
 
 from runtime.function import max_recursion_depth
 
+from ..recording.totals import cost_text, format_usd
 from ..recording.values import preview
 from .durations import format_duration, node_duration_ms
 
@@ -44,6 +45,9 @@ def node_label(node: dict, now: Optional[datetime] = None) -> Text:
     tokens = _tokens(node.get("usage"))
     if tokens:
         label.append(f"  {tokens}", style="dim")
+    cost = (node.get("usage") or {}).get("cost_usd")
+    if cost is not None:
+        label.append(f"  {format_usd(cost)}", style="dim")
     if node["kind"] == "code":
         label.append(f"  depth {node['depth']}", style="dim")
         if node["name_depth"]:  # only agentic calls are counted by the recursion guard
@@ -76,7 +80,8 @@ def build_tree(session: dict, nodes: dict[int, dict], latest: int | None = None,
     Running calls' durations run to `now` (default: the clock).
     """
     root = Tree(Text.assemble((session["function"], "bold"), f"  session {session['id']}  ",
-                              (session["status"], STATUS_STYLES.get(session["status"], ""))))
+                              (session["status"], STATUS_STYLES.get(session["status"], "")),
+                              (f"  {run_cost(nodes.values())}".rstrip(), "dim")))
     children: dict[Optional[int], list[dict]] = {}
     for node in sorted(nodes.values(), key=lambda item: item["seq"]):
         # A node whose caller is not (yet) among those read hangs from the session, as it would be drawn.
@@ -140,6 +145,17 @@ def _subtree_size(node: dict, children: dict) -> int:
 
 def _elision(count: int) -> Text:
     return Text(f"… {count} earlier call{'s' if count != 1 else ''} not shown", style="dim")
+
+
+def run_cost(nodes) -> str:
+    """The run's cost from its node dicts, as `dag.recording.totals` words it ("" before any model call)."""
+    calls = [node for node in nodes if node["kind"] == "llm"]
+    if not calls:
+        return ""
+    known = [node["usage"]["cost_usd"] for node in calls if (node.get("usage") or {}).get("cost_usd") is not None]
+    unknown = sum(1 for node in calls if node["status"] == "completed"
+                  and (node.get("usage") or {}).get("cost_usd") is None)
+    return cost_text(sum(known) if known or not unknown else None, unknown)
 
 
 def _tokens(usage: Optional[dict]) -> str:

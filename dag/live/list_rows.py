@@ -1,7 +1,7 @@
 """The rows of the session list, as the page renders them and as the live list sends them.
 
 One row per session: its function, phase and warning ("completed · 1 refused"), nodes, duration,
-model calls and tokens. The figures come from `dag.recording.totals.totals_for`, two queries for a
+model calls, tokens and cost. The figures come from `dag.recording.totals.totals_for`, two queries for a
 whole page, never one per row. The row's HTML comes from one template (`sessions/_row.html`), which the
 page includes and the live list sends, so a row changed live reads exactly like a row loaded.
 """
@@ -14,7 +14,7 @@ from typing import Iterable
 from django.template.loader import render_to_string
 
 from ..models import Session
-from ..recording.totals import totals_for, wall_ms, warning_text
+from ..recording.totals import cost_text, totals_for, wall_ms, warning_text
 from .durations import format_duration
 
 ROW_TEMPLATE = "sessions/_row.html"
@@ -30,6 +30,7 @@ class ListRow:
     input_tokens: int
     output_tokens: int
     warning: str
+    cost: str  # "$0.0120", "$0.0120 · unknown for 2 calls" (dag.recording.totals.cost_text)
 
     def as_message(self) -> dict:
         """What the live list sends for this row: where it belongs (id, created_at), its HTML, and its
@@ -45,10 +46,12 @@ def rows_for(sessions: Iterable[Session]) -> list[ListRow]:
     totals = totals_for(session.pk for session in sessions)
     rows = []
     for session in sessions:
-        usage, refusals = totals[session.pk]["usage"], totals[session.pk]["refusals"]
+        entry = totals[session.pk]
+        usage = entry["usage"]
+        cost = cost_text(entry["cost_usd"], entry["cost_unknown_calls"]) if usage["llm_calls"] else ""
         rows.append(ListRow(session=session, duration=run_duration(session), llm_calls=usage["llm_calls"],
                             input_tokens=usage["input_tokens"], output_tokens=usage["output_tokens"],
-                            warning=warning_text(refusals)))
+                            warning=warning_text(entry["refusals"]), cost=cost))
     return rows
 
 

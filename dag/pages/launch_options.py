@@ -11,7 +11,7 @@ from ..runs.launch_budget import COUNTS, FIELDS, HELP, MAXIMUM, MINIMUM, BudgetP
 from ..runs.model_choice import ModelProblem, available_models, clean_model
 
 LABELS = {"max_depth": "Max depth", "max_llm_calls": "Max model calls", "max_tokens": "Max tokens",
-          "timeout_s": "Timeout (seconds)"}
+          "timeout_s": "Timeout (seconds)", "max_cost_usd": "Max cost (US dollars)"}
 
 
 class LaunchOptionsForm(forms.Form):

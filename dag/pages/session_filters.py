@@ -1,7 +1,9 @@
-"""The session list's filters: function, status, a date range and a text search over the arguments.
+"""The session list's filters: function, status, a date range, a text search over the arguments and a
+lowest cost.
 
-Read from the page's query string (`function`, `status`, `from`, `to`, `q`; dates as YYYY-MM-DD in the
-server's time zone, both ends included), combined with AND. The search matches the arguments as JSON
+Read from the page's query string (`function`, `status`, `from`, `to`, `q`, `min_cost`; dates as
+YYYY-MM-DD in the server's time zone, both ends included; `min_cost` in US dollars, the runs whose model
+calls of known cost add up to at least that), combined with AND. The search matches the arguments as JSON
 text, case-insensitively, on SQLite and PostgreSQL alike: SQLite stores JSON with non-ASCII characters
 escaped (`caf\\u00e9`) where PostgreSQL's jsonb text has them plain, and both escape quotes (`\\"`), so a
 term is matched as typed and in each way JSON would write it (`search_forms`).
@@ -10,14 +12,16 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import re
 from dataclasses import dataclass
 
-from django.db.models import Q, QuerySet, TextField
+from django.db.models import OuterRef, Q, QuerySet, Subquery, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from ..models import Session
+from ..models import Node, Session
+from ..recording.totals import run_cost
 
 MAX_SEARCH_CHARS = 200
 MAX_FUNCTION_CHARS = 200
@@ -35,6 +39,7 @@ class SessionFilters:
     date_from: datetime.date | None = None
     date_to: datetime.date | None = None
     search: str = ""
+    min_cost: float | None = None
 
     @classmethod
     def from_query(cls, params) -> "SessionFilters":
@@ -45,7 +50,7 @@ class SessionFilters:
         function = _text(params, "function", "function", MAX_FUNCTION_CHARS)
         search = _text(params, "q", "q (the search)", MAX_SEARCH_CHARS)
         filters = cls(function=function, status=status, date_from=_date(params, "from"),
-                      date_to=_date(params, "to"), search=search)
+                      date_to=_date(params, "to"), search=search, min_cost=_money(params, "min_cost"))
         if filters.date_from and filters.date_to and filters.date_to < filters.date_from:
             raise BadFilter(f"to ({filters.date_to}) is before from ({filters.date_from})")
         return filters
@@ -53,7 +58,8 @@ class SessionFilters:
     @property
     def narrowed(self) -> bool:
         """Whether any filter is set (a new run then may not belong on the page)."""
-        return any((self.function, self.status, self.date_from, self.date_to, self.search))
+        return any((self.function, self.status, self.date_from, self.date_to, self.search,
+                    self.min_cost is not None))
 
     def apply(self, sessions: QuerySet, *, by_status: bool = True) -> QuerySet:
         """`sessions` narrowed by every filter (without the status one if not `by_status`: the counts
@@ -73,6 +79,10 @@ class SessionFilters:
             for form in search_forms(self.search):
                 matches |= Q(args_text__icontains=form)
             sessions = sessions.annotate(args_text=Cast("args", TextField())).filter(matches)
+        if self.min_cost is not None:
+            costs = (Node.objects.filter(session=OuterRef("pk"), kind=Node.Kind.LLM).order_by()
+                     .values("session").annotate(total=run_cost()).values("total"))
+            sessions = sessions.annotate(run_cost=Subquery(costs)).filter(run_cost__gte=self.min_cost)
         return sessions
 
 
@@ -94,6 +104,19 @@ def _text(params, name: str, called: str, max_chars: int) -> str:
         raise BadFilter(f"{called} must be at most {max_chars} characters")
     if "\x00" in value:  # no stored text holds one, and PostgreSQL refuses it in a query
         raise BadFilter(f"{called} cannot contain a NUL character")
+    return value
+
+
+def _money(params, name: str) -> float | None:
+    text = params.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or value < 0:
+        raise BadFilter(f"{name} must be a number of US dollars >= 0, such as 0.5; got {text!r}")
     return value
 
 

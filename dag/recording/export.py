@@ -40,6 +40,9 @@ _NODE_FIELDS = ("kind", "name", "status", "depth", "name_depth", "expose", "rend
 _INTEGER_RANGES = BaseDatabaseOperations.integer_field_ranges
 # The totals add usage up cast to a plain integer column (dag.recording.totals).
 _MAX_TOKENS = _INTEGER_RANGES["IntegerField"][1]
+# A model call's cost beyond any real one: the totals add costs up as floats, where a huge one would
+# swallow every other.
+_MAX_COST_USD = 1e9
 # Rounds of re-reading a session that runs on while it is exported; each reads only what changed, and a
 # round ends the export unless a batch committed during its two queries.
 _EXPORT_ROUNDS = 50
@@ -304,11 +307,16 @@ def _usage(value: Any, at: str, field: Field) -> Optional[dict]:
     if not isinstance(value, dict):
         raise SessionImportError(f'{at} must be null or an object like {{"input_tokens": N, "output_tokens": N}}, '
                                  f"got {type(value).__name__}")
-    # The two counts the totals add up; anything else a provider reported is kept as the JSON it is.
+    # The two counts and the cost the totals add up; anything else a provider reported is kept as the JSON it is.
     for key, count in ((key, value[key]) for key in ("input_tokens", "output_tokens") if key in value):
         if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= _MAX_TOKENS:
             raise SessionImportError(f"{at}[{key!r}] must be a whole number from 0 to {_MAX_TOKENS}, "
                                      f"got {_shown(count)}")
+    cost = value.get("cost_usd")
+    if "cost_usd" in value and (isinstance(cost, bool) or not isinstance(cost, (int, float))
+                                or not 0 <= cost <= _MAX_COST_USD):
+        raise SessionImportError(f"{at}['cost_usd'] must be a number of US dollars from 0 to {_MAX_COST_USD:g} "
+                                 f"(absent when unknown), got {_shown(cost)}")
     return _json(value, at, field)
 
 

@@ -1,7 +1,7 @@
 """A budget asked for at launch (form, API, CLI): checked here, stored on the session, opened around the run.
 
 The shape is `runtime.Budget`'s: {"max_depth": int, "max_llm_calls": int, "max_tokens": int,
-"timeout_s": seconds}, each optional and from MINIMUM to MAXIMUM. It is opened as a `with Budget(...)`
+"timeout_s": seconds, "max_cost_usd": US dollars}, each optional and from MINIMUM to MAXIMUM. It is opened as a `with Budget(...)`
 block around the entry call, so it tightens the function's own budget (and the default one) and never
 relaxes them.
 """
@@ -13,22 +13,30 @@ from typing import Any, ContextManager, Optional
 
 from runtime import Budget
 
-FIELDS = ("max_depth", "max_llm_calls", "max_tokens", "timeout_s")
+FIELDS = ("max_depth", "max_llm_calls", "max_tokens", "timeout_s", "max_cost_usd")
 COUNTS = ("max_depth", "max_llm_calls", "max_tokens")
+# The unit of each limit that is not a count, as its messages name it.
+UNITS = {"timeout_s": "seconds", "max_cost_usd": "US dollars"}
 # Far beyond any run, small enough for every database's integer column and JSON reader.
 MAX_COUNT = 10**9
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
 # Above 0: a millisecond, the smallest step the form offers (a float has no "just above 0").
 MIN_TIMEOUT_S = 0.001
+# A hundredth of a cent: less than one call of the cheapest priced model costs; a million dollars: more
+# than anyone means to spend on one run.
+MIN_COST_USD = 0.0001
+MAX_COST_USD = 1_000_000.0
 # Each limit's bounds: the check below and the API schema (dag.api.serializers) both read them.
-MINIMUM = {**{name: 1 for name in COUNTS}, "timeout_s": MIN_TIMEOUT_S}
-MAXIMUM = {**{name: MAX_COUNT for name in COUNTS}, "timeout_s": MAX_TIMEOUT_S}
+MINIMUM = {**{name: 1 for name in COUNTS}, "timeout_s": MIN_TIMEOUT_S, "max_cost_usd": MIN_COST_USD}
+MAXIMUM = {**{name: MAX_COUNT for name in COUNTS}, "timeout_s": MAX_TIMEOUT_S, "max_cost_usd": MAX_COST_USD}
 
 HELP = {
     "max_depth": "How many agentic calls may nest, whatever their names (1: the function itself only).",
     "max_llm_calls": "How many model calls the whole run may make.",
     "max_tokens": "How many tokens (in and out) the whole run may spend.",
     "timeout_s": "How many seconds the run may take.",
+    "max_cost_usd": "How many US dollars the run's model calls may cost (calls to a model without a price "
+                    "cannot be counted).",
 }
 
 
@@ -50,12 +58,13 @@ def _field_problem(name: str, value: Any) -> Optional[str]:
         return None
     # An int is never infinite, and one too large for a float (JSON's 1 and 400 zeros) must not be
     # turned into one: math.isfinite and the "g" format both would, and raise.
+    unit = UNITS[name]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (
             isinstance(value, float) and not math.isfinite(value)):
-        return f"must be a number of seconds from {low:g} to {high:g}, got {value!r}"
+        return f"must be a number of {unit} from {low:g} to {high:g}, got {value!r}"
     if not low <= value <= high:
         shown = value if isinstance(value, int) else format(value, "g")
-        return f"must be from {low:g} to {high:g} seconds, got {shown}"
+        return f"must be from {low:g} to {high:g} {unit}, got {shown}"
     return None
 
 
@@ -73,7 +82,7 @@ def clean_budget(value: Any) -> Optional[dict]:
     errors = {name: [problem] for name, problem in ((n, _field_problem(n, v)) for n, v in given.items()) if problem}
     if errors:
         raise BudgetProblem(errors)
-    return {name: float(v) if name == "timeout_s" else v for name, v in given.items()} or None
+    return {name: v if name in COUNTS else float(v) for name, v in given.items()} or None
 
 
 def parse_budget_text(text: str) -> Optional[dict]:
@@ -99,7 +108,7 @@ def _number(name: str, raw: str) -> Any:
             # More digits than Python converts (about 4,300): float() would make it inf, which is not
             # what was typed.
             low, high = MINIMUM[name], MAXIMUM[name]
-            bounds = f"{low} to {high}" if name in COUNTS else f"{low:g} to {high:g} seconds"
+            bounds = f"{low} to {high}" if name in COUNTS else f"{low:g} to {high:g} {UNITS[name]}"
             raise BudgetProblem({name: [f"must be from {bounds}, got a number of {len(digits)} digits"]}) from None
     try:
         return float(raw)
@@ -113,8 +122,9 @@ def opened(launch_budget: Optional[dict]) -> ContextManager:
 
 
 def describe(launch_budget: Optional[dict]) -> str:
-    """One line for pages and the CLI: "max_llm_calls 20 · timeout_s 60 s"."""
+    """One line for pages and the CLI: "max_llm_calls 20 · timeout_s 60 s · max_cost_usd $0.5"."""
     if not launch_budget:
         return ""
-    return " · ".join(f"{name} {launch_budget[name]:g} s" if name == "timeout_s" else f"{name} {launch_budget[name]}"
+    shown = {"timeout_s": "{:g} s", "max_cost_usd": "${:g}"}
+    return " · ".join(f"{name} {shown.get(name, '{}').format(launch_budget[name])}"
                       for name in FIELDS if name in launch_budget)

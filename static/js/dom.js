@@ -35,6 +35,12 @@ export function terminalStatuses(element) {
   return new Set((element?.dataset.terminal || "").split(",").filter(Boolean));
 }
 
+/** "$0.0123" below a dollar (a model call often costs a fraction of a cent), "$12.34" above
+ * (dag/recording/totals.py format_usd). */
+export function formatUsd(amount) {
+  return amount < 1 ? `$${amount.toFixed(4)}` : `$${amount.toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2})}`;
+}
+
 /** A call a delegation budget refused: the server says what refused it in `refusal` ("budget:llm_calls"). */
 export function refusedByBudget(node) {
   return node.status === "refused" && (node.refusal || "").startsWith("budget:");

@@ -69,7 +69,7 @@ def step(task: str) -> str:
 @agentic_function(name="walker", register_globally=False)
 def walker(task: str = "", runtime=None) -> str:
     """Walk through steps."""
-    return runtime.exec("walk", tools=[step], max_iterations=1000)
+    return runtime.exec("walk", tools=[step], max_iterations=5000)
 
 
 @agentic_function(name="fanner", register_globally=False)
@@ -297,3 +297,13 @@ def test_a_gateways_own_cost_figure_is_the_calls_cost():
         provider, _ = make("openai", server)
         assert walker(runtime=Runtime(provider=provider)) == "hi"
     assert costs.usages == [{"input_tokens": 13, "output_tokens": 5, "cost_usd": 0.0123}]
+
+
+def test_a_sum_of_float_costs_that_reaches_the_cap_reads_as_reached(monkeypatch):
+    # A thousand calls of $0.01 add up to 9.99999999999983 as floats: the cap of $10 holds at call 1000.
+    monkeypatch.setenv("OPENPROGRAM_MAX_COST_USD", "10")
+    monkeypatch.setenv("OPENPROGRAM_MAX_LLM_CALLS", "0")
+    model = Steps(cost=0.01)
+    with pytest.raises(BudgetExceeded) as caught:
+        walker(runtime=Runtime(provider=model))
+    assert caught.value.dimension == "cost_usd" and model.calls == 1000

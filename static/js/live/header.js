@@ -2,12 +2,13 @@
 // as the server reports it), timing, the stop button, the budget and its spend, and the run's outcome.
 
 import {stopSession} from "../api.js";
-import {clear, el, elapsedMs, formatDuration, formatTime, pretty} from "../dom.js";
+import {clear, el, elapsedMs, formatDuration, formatTime, formatUsd, pretty} from "../dom.js";
 
-// The limit each spend figure is measured against (runtime.budget's snapshot shape).
+// The limit each spend figure is measured against (runtime.budget's snapshot shape), and how to write both.
 const BUDGET_DIMENSIONS = [
   ["depth", "max_depth", "depth"], ["llm_calls", "max_llm_calls", "model calls"],
   ["tokens", "max_tokens", "tokens"], ["elapsed_s", "timeout_s", "seconds"],
+  ["cost_usd", "max_cost_usd", "cost", formatUsd],
 ];
 
 export class SessionHeader {
@@ -23,7 +24,7 @@ export class SessionHeader {
     this.connectionState = "connecting";
     this.session = null;
     this.stopPending = false; // the stop request is on its way: the button waits for the answer
-    this.stopButton.addEventListener("click", () => this.stop(stopUrl));
+    this.stopButton?.addEventListener("click", () => this.stop(stopUrl)); // none on a read-only page
   }
 
   async stop(stopUrl) {
@@ -81,9 +82,11 @@ export class SessionHeader {
     this.status.textContent = phase;
     this.renderConnection();
     const terminal = this.terminal.has(session.status);
-    this.stopButton.hidden = terminal;
-    this.stopButton.disabled = this.stopPending || phase === "cancelling";
-    this.stopButton.textContent = phase === "cancelling" ? "Cancelling…" : this.stopPending ? "Stopping…" : "Stop";
+    if (this.stopButton) {
+      this.stopButton.hidden = terminal;
+      this.stopButton.disabled = this.stopPending || phase === "cancelling";
+      this.stopButton.textContent = phase === "cancelling" ? "Cancelling…" : this.stopPending ? "Stopping…" : "Stop";
+    }
     const parts = [`started ${formatTime(session.started_at || session.created_at)}`];
     const duration = elapsedMs(session.started_at, session.finished_at);
     if (duration !== null) parts.push(terminal ? `took ${formatDuration(duration)}` : `running for ${formatDuration(duration)}`);
@@ -106,11 +109,18 @@ export class SessionHeader {
     clear(this.budget);
     this.budget.hidden = false;
     this.budget.append(el("span", {class: "gauge-label", text: "Budget"}));
-    for (const [spent, limit, label] of BUDGET_DIMENSIONS) {
+    for (const [spent, limit, label, format = String] of BUDGET_DIMENSIONS) {
       if (limits[limit] === null || limits[limit] === undefined) continue;
       const used = spend ? spend[spent] ?? 0 : 0;
       const over = used >= limits[limit];
-      this.budget.append(el("span", {class: `budget-item${over ? " over" : ""}`, text: `${label} ${used} / ${limits[limit]}`}));
+      this.budget.append(el("span", {class: `budget-item${over ? " over" : ""}`, dataset: {dimension: spent},
+        text: `${label} ${format(used)} / ${format(limits[limit])}`}));
+    }
+    // A money limit cannot count calls of unknown cost: say so rather than show a spend that looks whole.
+    const unpriced = spend?.unpriced_calls;
+    if (unpriced && limits.max_cost_usd !== null && limits.max_cost_usd !== undefined) {
+      this.budget.append(el("span", {class: "budget-item budget-unpriced", dataset: {dimension: "unpriced_calls"},
+        text: `cost unknown for ${unpriced} call${unpriced === 1 ? "" : "s"}, not counted`}));
     }
   }
 

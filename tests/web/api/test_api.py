@@ -140,7 +140,7 @@ def test_session_detail_is_the_recorded_session_with_its_run_summary(api, user):
     session = make_session(user)
     body = api.get(f"/api/sessions/{session.pk}/").json()
     summary = {"counts": {}, "usage": {"llm_calls": 0, "input_tokens": 0, "output_tokens": 0}, "warning": "",
-               "wall_ms": None}
+               "wall_ms": None, "cost_usd": 0.0, "cost_unknown_calls": 0}
     assert body == {**Session.objects.get(pk=session.pk).as_dict(), **summary}
 
 

@@ -37,7 +37,7 @@ def test_totals_count_nodes_by_status_and_sum_model_calls_and_tokens():
     assert totals["counts"] == {"completed": 6}
     # Tokens as model_call reports them: words in the prompt and in the reply.
     assert totals["usage"] == {"llm_calls": 3, "input_tokens": 4 + 2 + 2, "output_tokens": 2 + 2 + 2}
-    assert totals["refusals"] == {"depth": 0, "budget": 0}
+    assert totals["refusals"] == {"depth": 0, "budget": 0, "loop": 0}
 
 
 def test_refused_calls_are_counted_by_what_refused_them():
@@ -54,7 +54,7 @@ def test_refused_calls_are_counted_by_what_refused_them():
         deep()
     totals = session_totals(session.id)
     assert totals["counts"] == {"completed": 5, "refused": 1}
-    assert totals["refusals"] == {"depth": 1, "budget": 0}
+    assert totals["refusals"] == {"depth": 1, "budget": 0, "loop": 0}
     assert warning_text(totals["refusals"]) == "1 refused"
 
 
@@ -71,6 +71,8 @@ def test_warning_text_names_each_kind_of_refusal():
     assert warning_text({"depth": 0, "budget": 0}) == ""
     assert warning_text({"depth": 2, "budget": 1}) == "2 refused · 1 over budget"
     assert warning_text({"depth": 0, "budget": 1}) == "1 over budget"
+    assert warning_text({"depth": 0, "budget": 0, "loop": 1}) == "1 loop"
+    assert warning_text({"depth": 1, "budget": 0, "loop": 2}) == "1 refused · 2 loops"
 
 
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)

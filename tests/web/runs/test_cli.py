@@ -91,9 +91,10 @@ def test_invalid_invocations_fail_with_code_2_and_launch_nothing(local_user, arg
 @pytest.mark.parametrize("budget, message", [
     # A problem with the budget as a whole: its message alone, never the internal key `__all__`.
     ("foo=1", "invalid --budget: unknown limit(s) 'foo'; the limits are max_depth, max_llm_calls, "
-              "max_tokens, timeout_s"),
+              "max_tokens, timeout_s, max_cost_usd"),
     ("max_depth", "invalid --budget: 'max_depth' is not NAME=VALUE; the limits are max_depth, max_llm_calls, "
-                  "max_tokens, timeout_s"),
+                  "max_tokens, timeout_s, max_cost_usd"),
+    ("max_cost_usd=-1", "invalid --budget: max_cost_usd: must be from 0.0001 to 1e+06 US dollars, got -1"),
     # A problem with one limit: after the limit's name.
     ("max_llm_calls=0", "invalid --budget: max_llm_calls: must be from 1 to 1000000000, got 0"),
 ])

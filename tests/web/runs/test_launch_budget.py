@@ -73,8 +73,12 @@ def test_api_launch_stores_the_budget_and_answers_with_it(api, test_functions, n
     ({"max_llm_calls": 0}, {"budget": {"max_llm_calls": ["must be from 1 to 1000000000, got 0"]}}),
     ({"max_tokens": "ten"}, {"budget": {"max_tokens": ["must be a whole number from 1 to 1000000000, got 'ten'"]}}),
     ({"retries": 3}, {"budget": ["unknown limit(s) 'retries'; the limits are max_depth, max_llm_calls, "
-                                 "max_tokens, timeout_s"]}),
-    ("lots", {"budget": ["must be an object with any of max_depth, max_llm_calls, max_tokens, timeout_s"]}),
+                                 "max_tokens, timeout_s, max_cost_usd"]}),
+    ("lots", {"budget": ["must be an object with any of max_depth, max_llm_calls, max_tokens, timeout_s, "
+                         "max_cost_usd"]}),
+    ({"max_cost_usd": 0}, {"budget": {"max_cost_usd": ["must be from 0.0001 to 1e+06 US dollars, got 0"]}}),
+    ({"max_cost_usd": "5$"}, {"budget": {"max_cost_usd": ["must be a number of US dollars from 0.0001 to 1e+06, "
+                                                          "got '5$'"]}}),
 ])
 def test_api_launch_with_a_wrong_budget_is_a_400_naming_the_field(api, test_functions, no_run, budget, body):
     response = api.post("/api/sessions/", {"function": "echo", "args": {"text": "hi"}, "budget": budget},
@@ -86,7 +90,7 @@ def test_api_launch_with_a_wrong_budget_is_a_400_naming_the_field(api, test_func
 def test_the_schema_documents_the_launch_budget(api):
     schema = api.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
     shape = schema["components"]["schemas"]["LaunchBudgetShape"]["properties"]
-    assert set(shape) == {"max_depth", "max_llm_calls", "max_tokens", "timeout_s"}
+    assert set(shape) == {"max_depth", "max_llm_calls", "max_tokens", "timeout_s", "max_cost_usd"}
 
 
 def test_each_limit_is_checked_against_the_bounds_the_schema_publishes(api):
