@@ -14,7 +14,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from tests.database_url import database_url
+from tests.database_url import database_url as test_database_url
 
 ROOT = Path(__file__).resolve().parents[3]
 READY_S = 60.0  # a bound on start-up (Django, Celery, Redis), never a timing assertion
@@ -33,15 +33,18 @@ def new_queue() -> str:
 
 
 class Worker:
-    """One `celery -A openprogram_web worker --pool threads` process on the test database."""
+    """One `celery -A openprogram_web worker --pool threads` process on the test database (`database_url`:
+    another way to it, e.g. through a proxy the test controls). `concurrency` None: the default's."""
 
-    def __init__(self, tmp_path: Path, queue: str, *, concurrency: int = 4, **env: str):
+    def __init__(self, tmp_path: Path, queue: str, *, concurrency: int | None = 4, database_url: str = "",
+                 **env: str):
         self.name = f"w{uuid.uuid4().hex[:6]}"
         self.log_path = tmp_path / f"{self.name}.log"
         environment = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "openprogram_web.settings",
-            "DATABASE_URL": database_url(connection.settings_dict),  # the test database, not the real one
+            # The test database, not the real one.
+            "DATABASE_URL": database_url or test_database_url(connection.settings_dict),
             "REDIS_URL": settings.REDIS_URL,
             "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
             "OPENPROGRAM_VAR_DIR": str(tmp_path / "var"),
@@ -53,8 +56,8 @@ class Worker:
         self._log = open(self.log_path, "w")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "openprogram_web", "worker", "--pool", "threads",
-             "--concurrency", str(concurrency), "-n", f"{self.name}@%h", "--loglevel", "INFO",
-             "--without-mingle", "--without-gossip"],
+             *(["--concurrency", str(concurrency)] if concurrency else []), "-n", f"{self.name}@%h",
+             "--loglevel", "INFO", "--without-mingle", "--without-gossip"],
             cwd=ROOT, env=environment, stdout=self._log, stderr=subprocess.STDOUT)
         self.pid = self.process.pid
 
