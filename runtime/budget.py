@@ -62,21 +62,12 @@ def _positive_int(name: str, value: Any) -> Optional[int]:
     return value
 
 
-def _positive_seconds(name: str, value: Any) -> Optional[float]:
+def _positive_number(name: str, value: Any, unit: str) -> Optional[float]:
     if value is None:
         return None
     if (isinstance(value, bool) or not isinstance(value, (int, float))
             or not math.isfinite(value) or value <= 0):
-        raise ValueError(f"Budget({name}={value!r}): {name} must be a positive number of seconds or None")
-    return float(value)
-
-
-def _positive_money(name: str, value: Any) -> Optional[float]:
-    if value is None:
-        return None
-    if (isinstance(value, bool) or not isinstance(value, (int, float))
-            or not math.isfinite(value) or value <= 0):
-        raise ValueError(f"Budget({name}={value!r}): {name} must be a positive number of US dollars or None")
+        raise ValueError(f"Budget({name}={value!r}): {name} must be a positive number of {unit} or None")
     return float(value)
 
 
@@ -115,8 +106,8 @@ class Budget:
         self.max_depth = _positive_int("max_depth", max_depth)
         self.max_llm_calls = _positive_int("max_llm_calls", max_llm_calls)
         self.max_tokens = _positive_int("max_tokens", max_tokens)
-        self.timeout_s = _positive_seconds("timeout_s", timeout_s)
-        self.max_cost_usd = _positive_money("max_cost_usd", max_cost_usd)
+        self.timeout_s = _positive_number("timeout_s", timeout_s, "seconds")
+        self.max_cost_usd = _positive_number("max_cost_usd", max_cost_usd, "US dollars")
         self.last_scope: Optional[BudgetScope] = None
 
     @property

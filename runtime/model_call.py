@@ -109,7 +109,7 @@ def call_model(provider, request: ModelRequest, frame: Optional[Frame], *, call_
         # the call below cannot fail and leave its record open or its reservation held.
         reply.usage = usage = clean_usage(reply.usage)
         tokens = usage["input_tokens"] + usage["output_tokens"]
-        cost = call_cost(usage, price)
+        cost = 0.0 if reply.replayed else call_cost(usage, price)  # a replayed reply is paid for already
         if cost is None:
             usage.pop(COST_KEY, None)
         else:

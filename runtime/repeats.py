@@ -122,7 +122,7 @@ def loop_error(call: ToolCall, count: int, max_failed: int, max_any: int) -> Loo
 
 def record_refusal(tool, parent: Optional[Frame], arguments, error: LoopDetected) -> None:
     """Give the refused call a node of its own (status refused, refusal "loop"), as the depth ceiling's
-    refusals have, under the frame whose model made it."""
+    refusals have, under the frame whose model made it; a call of a tool that does not exist has none."""
     recorder = _current_recorder.get()
     if recorder is None or tool is None:
         return

@@ -21,7 +21,7 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 
 from ..models import Node, Session
-from ..recording.totals import run_cost
+from ..recording.totals import known_cost_sum
 
 MAX_SEARCH_CHARS = 200
 MAX_FUNCTION_CHARS = 200
@@ -81,7 +81,7 @@ class SessionFilters:
             sessions = sessions.annotate(args_text=Cast("args", TextField())).filter(matches)
         if self.min_cost is not None:
             costs = (Node.objects.filter(session=OuterRef("pk"), kind=Node.Kind.LLM).order_by()
-                     .values("session").annotate(total=run_cost()).values("total"))
+                     .values("session").annotate(total=known_cost_sum()).values("total"))
             sessions = sessions.annotate(run_cost=Subquery(costs)).filter(run_cost__gte=self.min_cost)
         return sessions
 

@@ -38,7 +38,7 @@ def refusal_kind(refusal: str) -> str:
     return "loop" if refusal == "loop" else "depth"
 
 
-def run_cost():
+def known_cost_sum():
     """The aggregate of a run's known cost in USD over its llm nodes (None when none is known)."""
     return Sum(Cast(KT("usage__cost_usd"), FloatField()))
 
@@ -62,7 +62,7 @@ def totals_for(session_ids: Iterable) -> dict:
               .annotate(llm_calls=Count("id"),
                         input_tokens=Coalesce(Sum(Cast(KT("usage__input_tokens"), IntegerField())), 0),
                         output_tokens=Coalesce(Sum(Cast(KT("usage__output_tokens"), IntegerField())), 0),
-                        cost_usd=run_cost(), cost_unknown_calls=Count("id", filter=unpriced)))
+                        cost_usd=known_cost_sum(), cost_unknown_calls=Count("id", filter=unpriced)))
     for row in tokens:
         entry = totals[row["session_id"]]
         entry["usage"].update(llm_calls=row["llm_calls"], input_tokens=row["input_tokens"],

@@ -307,3 +307,17 @@ def test_a_sum_of_float_costs_that_reaches_the_cap_reads_as_reached(monkeypatch)
     with pytest.raises(BudgetExceeded) as caught:
         walker(runtime=Runtime(provider=model))
     assert caught.value.dimension == "cost_usd" and model.calls == 1000
+
+
+def test_a_replayed_reply_costs_nothing_whatever_the_models_price():
+    class Replays(Provider):
+        name = "metered"
+
+        def complete(self, request, check=None):
+            return ModelReply(text="as recorded", usage=dict(USAGE), replayed=True)
+
+    set_price("metered:m1", 1, 10)
+    costs = Costs()
+    with use_recorder(costs), Budget(max_cost_usd=0.001) as scope:
+        assert walker(runtime=Runtime(provider=Replays("m1"))) == "as recorded"
+    assert costs.usages[0]["cost_usd"] == 0.0 and scope.snapshot()["spend"]["unpriced_calls"] == 0
