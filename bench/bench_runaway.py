@@ -49,8 +49,8 @@ class Runaway(Provider):
         usage = {"input_tokens": 100, "output_tokens": 10}
         if self.cost_usd is not None:
             usage["cost_usd"] = self.cost_usd  # the provider's own figure, as some gateways give it
-        return ModelReply(tool_calls=[ToolCall(f"c{n}_{i}", name, self.arguments(n)) for i, name in enumerate(self.names)],
-                          usage=usage)
+        calls = [ToolCall(f"c{n}_{i}", name, self.arguments(n)) for i, name in enumerate(self.names)]
+        return ModelReply(tool_calls=calls, usage=usage)
 
 
 @function(name="lookup", register_globally=False)

@@ -1,8 +1,9 @@
 """The call tree of a session drawn for a terminal with `rich`, from node dicts (`Node.as_dict()`).
 
 It reads like the session page's tree: each call with its status, duration, tokens, cost and nesting
-(`depth 3 · nested 2 of 5`), the run's cost beside the session, and more than FOLD_THRESHOLD consecutive calls of one function under one
-caller folded into a single `name ×N` line with their status counts (static/js/live/tree_model.js).
+(`depth 3 · nested 2 of 5`), the run's cost beside the session, and more than FOLD_THRESHOLD
+consecutive calls of one function under one caller folded into a single `name ×N` line with their
+status counts (static/js/live/tree_model.js).
 """
 from __future__ import annotations
 

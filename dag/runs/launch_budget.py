@@ -1,9 +1,9 @@
 """A budget asked for at launch (form, API, CLI): checked here, stored on the session, opened around the run.
 
 The shape is `runtime.Budget`'s: {"max_depth": int, "max_llm_calls": int, "max_tokens": int,
-"timeout_s": seconds, "max_cost_usd": US dollars}, each optional and from MINIMUM to MAXIMUM. It is opened as a `with Budget(...)`
-block around the entry call, so it tightens the function's own budget (and the default one) and never
-relaxes them.
+"timeout_s": seconds, "max_cost_usd": US dollars}, each optional and from MINIMUM to MAXIMUM. It is
+opened as a `with Budget(...)` block around the entry call, so it tightens the function's own budget
+(and the default ones) and never relaxes them.
 """
 from __future__ import annotations
 

@@ -20,7 +20,8 @@ class Repeats(Provider):
 
     def __init__(self, name: str, arguments: dict, answer_after: int = 10_000, cap: int = 100, vary: bool = False):
         super().__init__("repeats")
-        self.call_name, self.arguments, self.answer_after, self.cap, self.vary = name, arguments, answer_after, cap, vary
+        self.call_name, self.arguments, self.vary = name, arguments, vary
+        self.answer_after, self.cap = answer_after, cap
         self.calls = 0
         self.requests = []
         self._lock = threading.Lock()
