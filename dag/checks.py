@@ -5,10 +5,13 @@ import importlib
 
 from django.core.checks import Error, register
 from django.core.exceptions import ImproperlyConfigured
+from django.db import connections
 
 from runtime.environment import environment_problems
 
 from .conf import DEFAULTS, conf
+from .recording.write_path import borrowing
+from .runs.executor_setting import EXECUTORS, executor_class, executor_path
 
 
 @register()
@@ -37,7 +40,6 @@ def runtime_environment_is_valid(app_configs=None, **kwargs) -> list[Error]:
 @register()
 def executor_is_known(app_configs=None, **kwargs) -> list[Error]:
     """OPENPROGRAM_EXECUTOR names an executor: a typo is named here, not as a traceback at the first launch."""
-    from .runs.executors import executor_class
     try:
         name = conf.EXECUTOR
     except ImproperlyConfigured:
@@ -72,24 +74,23 @@ def leases_outlast_heartbeats(app_configs=None, **kwargs) -> list[Error]:
 def upkeep_is_never_starved(app_configs=None, **kwargs) -> list[Error]:
     """The pool (PostgreSQL) leaves room for runs beside the process's upkeep, and a heartbeat that has to
     wait for a connection still renews its lease in time: otherwise healthy runs are written off."""
-    from .recording.write_path.borrowing import UPKEEP_CONNECTIONS, pool_size, pool_timeout_s
-
     try:
         lease_s, heartbeat_s = conf.LEASE_S, conf.HEARTBEAT_S
     except ImproperlyConfigured:
         return []  # said by settings_are_valid
-    size, errors = pool_size(), []
-    if size and size <= UPKEEP_CONNECTIONS:
+    size, upkeep, timeout_s, errors = (borrowing.pool_size(), borrowing.UPKEEP_CONNECTIONS,
+                                       borrowing.pool_timeout_s(), [])
+    if size and size <= upkeep:
         errors.append(Error(
-            f"OPENPROGRAM_DB_POOL_SIZE ({size}) leaves no connection for runs beside the {UPKEEP_CONNECTIONS} "
-            f"each process keeps for its upkeep (heartbeat, reaper, stop watcher, writer), whatever "
+            f"OPENPROGRAM_DB_POOL_SIZE ({size}) leaves no connection for runs beside the {upkeep} each process "
+            f"keeps for its upkeep (heartbeat, reaper, stop watcher, writer), whatever "
             f"OPENPROGRAM_WORKER_CONCURRENCY is",
-            hint=f"Set OPENPROGRAM_DB_POOL_SIZE to {UPKEEP_CONNECTIONS + 6} (the default) or more, at least "
-                 f"{UPKEEP_CONNECTIONS + 1}, or 0 for no pool.", id="dag.E007"))
+            hint=f"Set OPENPROGRAM_DB_POOL_SIZE to {upkeep + 6} (the default) or more, at least {upkeep + 1}, "
+                 f"or 0 for no pool.", id="dag.E007"))
     margin = lease_s - heartbeat_s
-    if size and pool_timeout_s() >= margin:
+    if size and timeout_s >= margin:
         errors.append(Error(
-            f"OPENPROGRAM_DB_POOL_TIMEOUT_S ({pool_timeout_s():g} s) must be below OPENPROGRAM_LEASE_S less "
+            f"OPENPROGRAM_DB_POOL_TIMEOUT_S ({timeout_s:g} s) must be below OPENPROGRAM_LEASE_S less "
             f"OPENPROGRAM_HEARTBEAT_S ({margin:g} s): a heartbeat waiting that long for a connection lets its "
             f"runs' leases expire",
             hint=f"Set OPENPROGRAM_DB_POOL_TIMEOUT_S to {max(margin / 2, 0.5):g} or raise OPENPROGRAM_LEASE_S.",
@@ -126,10 +127,6 @@ CELERY_NEEDS = {
 @register()
 def celery_executor_services(app_configs=None, **kwargs) -> list[Error]:
     """OPENPROGRAM_EXECUTOR=celery needs Redis and PostgreSQL: named here, not as runs that never start."""
-    from django.db import connections
-
-    from .runs.executors import EXECUTORS, executor_path
-
     if executor_path(conf.EXECUTOR) != EXECUTORS["celery"]:
         return []
     missing = [need for name, need in CELERY_NEEDS.items()

@@ -134,7 +134,7 @@ def _forward(session_id: str, runs: Callable[[], list[tuple[int, int, str]]], me
     except Exception:
         log.exception("broadcast to the channel layer failed")
     try:
-        session_list_notify.list_notifier.notify(session_id, messages)
+        list_notifier.notify(session_id, messages)
     except Exception:
         log.exception("notifying the owner's session lists failed")
 
@@ -147,6 +147,10 @@ def bind_loop(loop: asyncio.AbstractEventLoop) -> None:
 def sending_loop() -> asyncio.AbstractEventLoop | None:
     """The event loop this process sends layer messages from; None when no one could hear them."""
     return layer_forwarder._target_loop()
+
+
+# The owner's open session lists, told from the same loop as the sessions' streams.
+list_notifier = session_list_notify.ListNotifier(sending_loop=sending_loop)
 
 
 class LayerForwarder:

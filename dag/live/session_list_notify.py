@@ -24,7 +24,6 @@ from typing import Callable
 
 from ..conf import conf
 from ..models import Session
-from . import broadcast
 from .layer_outage import LAYER_UNREACHABLE, outage
 from .list_throttle import SEND_NOW, Coalescer
 
@@ -54,8 +53,10 @@ class ListNotifier:
     """Throttles per session and sends `list.changed` to the owner's group from the broadcast's loop."""
 
     def __init__(self, interval_s: float | None = None, clock: Callable[[], float] = time.monotonic,
-                 owner_of: Callable[[str], object] = owner_from_database):
+                 owner_of: Callable[[str], object] = owner_from_database,
+                 sending_loop: Callable[[], asyncio.AbstractEventLoop | None] = lambda: None):
         self._interval_s = interval_s
+        self._sending_loop = sending_loop  # the broadcast's: it owns the loop layer messages go from
         self._clock = clock
         self._owner_of = owner_of
         self._owners: dict[str, object] = {}
@@ -129,7 +130,7 @@ class ListNotifier:
     # The three points where time and the channel layer come in (tests replace them).
 
     def loop(self) -> asyncio.AbstractEventLoop | None:
-        return broadcast.sending_loop()
+        return self._sending_loop()
 
     def schedule(self, loop: asyncio.AbstractEventLoop, delay: float, callback: Callable[[], None]) -> None:
         loop.call_soon_threadsafe(loop.call_later, delay, callback)
@@ -156,5 +157,3 @@ async def _group_send(group: str, session_id: str) -> None:
     else:
         outage.reached(started)
 
-
-list_notifier = ListNotifier()

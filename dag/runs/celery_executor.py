@@ -22,7 +22,7 @@ from kombu.utils.url import maybe_sanitize_url
 from ..conf import conf
 from ..models import Session
 from ..recording import write_path
-from . import stop
+from . import lifecycle, reaper, stop
 from .executors import Executor, run_in_this_thread
 
 log = logging.getLogger(__name__)
@@ -36,6 +36,8 @@ _shutting_down = threading.Event()
 
 class CeleryExecutor(Executor):
     """Sends each session to the Celery queue `queue`; any number of workers (`make worker`) run them."""
+
+    supports_resend = True  # a broker can lose a message
 
     def __init__(self, queue: str):
         self.queue = queue
@@ -98,8 +100,6 @@ def run_session_task(session_id: str) -> None:
 def recover_and_reap_at_start(**kwargs) -> None:
     """A worker starting up writes off only expired leases (never another live worker's runs), then
     keeps reaping: every process that runs sessions runs a reaper (dag.runs.reaper)."""
-    from . import lifecycle, reaper
-
     count = lifecycle.recover_at_start(in_process=False)
     if count:
         log.warning("worker start: %d session(s) with an expired lease marked interrupted", count)

@@ -29,6 +29,10 @@ def executor_path(name: str) -> str:
 class Executor:
     """Runs sessions somewhere. `submit` must return quickly; the run happens elsewhere."""
 
+    # Whether `resend` can send a queued session again: the reaper does it for executors that hand runs
+    # to a broker that may lose them (Celery's).
+    supports_resend = False
+
     @classmethod
     def from_settings(cls, settings) -> "Executor":
         """The executor configured by `settings` (`dag.conf.conf`); a subclass with parameters reads its own."""
@@ -40,6 +44,10 @@ class Executor:
 
     def shutdown(self, wait: bool = True) -> None:
         """Stop accepting work; with `wait`, return when submitted runs have ended."""
+
+    def resend(self, session_ids) -> None:
+        """Send again sessions still queued long after they were sent (`supports_resend` executors)."""
+        raise NotImplementedError
 
 
 def executor_class(name: str) -> type[Executor]:

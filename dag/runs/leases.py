@@ -28,7 +28,7 @@ from django.utils import timezone
 from ..conf import conf
 from ..models import Session
 from ..recording import write_path
-from . import stop
+from . import reaper, stop
 from .daemon import DaemonThread
 
 log = logging.getLogger(__name__)
@@ -113,7 +113,6 @@ class Leases:
     def start(self) -> None:
         """Start the heartbeat thread (and the process's reaper) unless it runs already."""
         self._thread.ensure()
-        from . import reaper  # reaper imports this module
         reaper.start()
 
     def _run(self) -> None:

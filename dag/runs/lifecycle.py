@@ -17,7 +17,7 @@ from runtime import CancelledError, create_runtime, use_recorder, use_runtime
 from ..models import Session
 from ..recording import write_path
 from ..recording.recorder import DjangoRecorder, error_text
-from . import catalog, launch_budget, leases, replay_source, stop
+from . import catalog, launch_budget, leases, reaper, replay_source, stop
 
 log = logging.getLogger(__name__)
 
@@ -145,8 +145,6 @@ def recover_at_start(*, in_process: bool, now=None) -> int:
     with it, so it ends `interrupted` (it would otherwise stay queued, and count against its owner's
     active runs, forever): Run again starts it anew.
     """
-    from . import reaper  # it imports the write path's lease functions; keep this module's imports light
-
     count = len(reaper.reap(now))
     if not in_process:
         return count

@@ -35,7 +35,7 @@ from ..models import Session
 from ..recording import retention, write_path
 from . import stop
 from .daemon import DaemonThread
-from .executors import InProcessExecutor, executor_class, get_executor
+from .executor_setting import executor_class, get_executor
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +65,10 @@ RESEND_PER_PASS = 50
 def resend_queued(now: Optional[datetime] = None, after_s: Optional[float] = None) -> list:
     """With the Celery executor, send again every session still queued `after_s` seconds after it was
     last sent (default `QUEUED_RESEND_S`); the ids this call sent. Nothing with another executor."""
-    executor = _celery_executor()
-    if executor is None:
+    # Told from the configured class: the in-process pool is not built just to ask.
+    if not executor_class(conf.EXECUTOR).supports_resend:
         return []
+    executor = get_executor()
     now = now or timezone.now()
     after_s = conf.QUEUED_RESEND_S if after_s is None else after_s
     sent = write_path.claim_resend(cutoff=now - timedelta(seconds=after_s), now=now, limit=RESEND_PER_PASS)
@@ -76,18 +77,6 @@ def resend_queued(now: Optional[datetime] = None, after_s: Optional[float] = Non
                     "which may have lost their messages: sent again", len(sent), after_s)
         executor.resend(sent)
     return sent
-
-
-def _celery_executor():
-    """This process's executor if it is the Celery executor, else None. The embedded default is told
-    from the setting alone: this neither imports Celery nor builds the in-process pool there."""
-    configured = executor_class(conf.EXECUTOR)
-    if issubclass(configured, InProcessExecutor):
-        return None
-    from .celery_executor import CeleryExecutor
-
-    executor = get_executor()
-    return executor if isinstance(executor, CeleryExecutor) else None
 
 
 def start() -> None:

@@ -1,4 +1,5 @@
-"""`runtime/` stands alone: no module imports Django, and its modules import each other without a cycle.
+"""`runtime/` stands alone: no module imports Django, and its modules import each other without a cycle;
+`dag/`'s modules do too.
 
 The cycle check reads the import graph with `ast`, relative imports resolved, leaving out
 `if TYPE_CHECKING:` blocks (never run). Importing `a.b.c` also runs the package `a.b`, so that is an
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -127,6 +130,13 @@ def test_no_function_local_import_hides_a_cycle():
     cycle = find_cycle(import_graph(ROOT / "runtime", local=True))
     assert cycle is None, (f"import cycle in runtime/ through a function-local import: {' -> '.join(cycle)}; "
                            "move the name that causes it instead")
+
+
+@pytest.mark.parametrize("local", [False, True], ids=["module-level", "with-function-local"])
+def test_dag_has_no_import_cycle(local):
+    cycle = find_cycle(import_graph(ROOT / "dag", local=local))
+    assert cycle is None, (f"import cycle in dag/: {' -> '.join(cycle)}; move the name that causes it, or "
+                           "hand it in from the module above")
 
 
 def test_the_cycle_check_sees_relative_imports_and_skips_type_checking_and_local_ones(tmp_path):

@@ -18,7 +18,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from ...live.session_list_notify import list_notifier
+from ...live.broadcast import list_notifier
 from ...models import Node, Session
 from ...stored_size import session_bytes
 from ..values import clean_text, json_safe
