@@ -58,6 +58,9 @@ class Session(models.Model):
     # then its created_at counts). The reaper sends a session still queued OPENPROGRAM_QUEUED_RESEND_S
     # after it again, since a broker can lose a message.
     sent_at = models.DateTimeField("last sent to the broker", null=True, blank=True, editable=False)
+    # Read-only share links (dag.share_links) are signed with the number of this session's revocations
+    # so far: revoking bumps it, and every link signed before stops working at once.
+    share_generation = models.PositiveIntegerField(default=0, editable=False)
     # A replay (model calls served from the recorded run) or a fork (served up to one model call, then
     # live) of another session, and how it was asked for: {"then": "stop" | "live"} for a replay,
     # {"reply": text} or {"model": spec} for a fork (dag.runs.replay_source reads it at the run's start).

@@ -18,12 +18,14 @@ ENDPOINTS = (
     ("GET", "/api/functions/{name}/", "One function of the catalog."),
     ("GET", "/api/models/", "The models a launch may choose on this server."),
     ("GET, POST", "/api/sessions/", "Your sessions, newest first and paginated; POST launches a function."),
-    ("GET", "/api/sessions/{id}/", "One session: its status, result, nodes by status, model calls, tokens, "
-                                   "warning and wall time."),
+    ("GET, DELETE", "/api/sessions/{id}/", "One session: its status, result, nodes by status, model calls, "
+                                           "tokens, warning and wall time; DELETE deletes an ended one."),
     ("GET", "/api/sessions/{id}/nodes/", "The session's calls in seq order; ?since_rev=R only those changed "
                                          "after revision R."),
     ("GET", "/api/sessions/{id}/export/", "The session's whole DAG as a JSON download, <function>-<id>.json."),
     ("POST", "/api/sessions/{id}/stop/", "Stop the run; idempotent, and no change once it has ended."),
+    ("POST, DELETE", "/api/sessions/{id}/share/", "POST: a read-only link to the session's live page for anyone "
+                                                  "who has it, no login; DELETE revokes all its links."),
     ("POST", "/api/sessions/{id}/replay/", "Run it again with each model call answered from its recorded reply "
                                            '(no model called); {"then": "live"} goes on live past a divergence.'),
     ("POST", "/api/sessions/{id}/fork/", 'Run it again from one model call: {"node": seq, "reply": "..."} or '

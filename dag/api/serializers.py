@@ -231,6 +231,13 @@ class SinceRevErrorSerializer(serializers.Serializer):
     since_rev = serializers.ListField(child=serializers.CharField())
 
 
+class ShareLinkSerializer(serializers.Serializer):
+    url = serializers.URLField(help_text="The session's page, read-only and live, for anyone who has this link "
+                                         "(no login); unguessable, so share it as you would a password.")
+    expires_at = serializers.DateTimeField(help_text="When the link stops working (OPENPROGRAM_SHARE_DAYS), unless "
+                                                     "DELETE /api/sessions/{id}/share/ revokes it sooner.")
+
+
 class DeleteRefusedSerializer(serializers.Serializer):
     detail = serializers.CharField(help_text="Why the session cannot be deleted yet: it is still queued or running; "
                                              "stop it (POST /api/sessions/{id}/stop/), then delete it.")

@@ -12,18 +12,19 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 
+from .. import share_links
 from ..models import Session
 from ..recording import write_path
 from ..recording.export import export_filename, export_session
-from ..recording.write_path.deletes import SessionStillActive, delete_owned_session
 from ..runs import catalog, lifecycle
 from ..runs.launch import LaunchLimited, LaunchRejected, launch
 from ..runs.model_choice import available_models
+from ..timestamps import iso
 from . import examples
 from .serializers import (DeleteRefusedSerializer, ExportSerializer, FunctionSerializer, LaunchErrorSerializer,
                           LaunchLimitedSerializer, LaunchSerializer, ModelChoiceSerializer, NoBodySerializer,
                           NodeSerializer, NotFoundSerializer, PageErrorSerializer, SessionSerializer,
-                          SinceRevErrorSerializer)
+                          ShareLinkSerializer, SinceRevErrorSerializer)
 
 
 # A number of more digits than this (leading zeros aside) is past any page size, and past any revision a
@@ -131,7 +132,8 @@ SESSION_ID = OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH, de
                            examples=examples.SESSION_EXAMPLES),
 )
 class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """Runs of functions: launch one, list yours, read one and its nodes, export it, stop it, delete it."""
+    """Runs of functions: launch one, list yours, read one and its nodes, export it, stop it, share it
+    read-only, delete it."""
 
     serializer_class = SessionSerializer
     pagination_class = SessionPagination
@@ -145,7 +147,8 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         """The body each POST reads, as OPTIONS describes it (its `actions`): a launch's, or none to stop.
         DRF asks during OPTIONS with `action` "metadata" and the request cloned as the POST."""
         action = self.action_map.get(self.request.method.lower()) if self.action == "metadata" else self.action
-        return {"create": LaunchSerializer, "stop": NoBodySerializer}.get(action, SessionSerializer)
+        return {"create": LaunchSerializer, "stop": NoBodySerializer, "share": NoBodySerializer}.get(action,
+                                                                                                SessionSerializer)
 
     def get_object(self):
         # Read-your-writes: node writes of a run in this process still queued for their batch commit first.
@@ -203,11 +206,30 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         A session still queued or running is a 409: stop it first."""
         session = self.get_object()
         try:
-            delete_owned_session(request.user, session.pk)
+            write_path.delete_owned_session(request.user, session.pk)
         except Session.DoesNotExist:  # deleted by another request since
             raise NotFound("No Session matches the given query.") from None
-        except SessionStillActive as exc:
+        except write_path.SessionStillActive as exc:
             return Response({"detail": str(exc), "status": exc.status}, status=status.HTTP_409_CONFLICT)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=None, parameters=[SESSION_ID], responses={200: ShareLinkSerializer, 404: NotFoundSerializer})
+    @action(detail=True, methods=["post"], url_path="share")
+    def share(self, request, pk=None):
+        """A new read-only link to the session's page, for anyone who has it, without login, live, until
+        `expires_at` (OPENPROGRAM_SHARE_DAYS) or until the session's links are revoked."""
+        path, expires_at = share_links.new_link(self.get_object())
+        return Response({"url": request.build_absolute_uri(path), "expires_at": iso(expires_at)})
+
+    @extend_schema(request=None, parameters=[SESSION_ID], responses={204: None, 404: NotFoundSerializer})
+    @share.mapping.delete
+    def revoke_shares(self, request, pk=None):
+        """Revoke every share link of the session made so far; its open shared pages close."""
+        session = self.get_object()
+        try:
+            write_path.revoke_shares(session.pk)
+        except Session.DoesNotExist:  # deleted by another request since
+            raise NotFound("No Session matches the given query.") from None
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(request=None, parameters=[SESSION_ID], responses={200: SessionSerializer, 404: NotFoundSerializer},

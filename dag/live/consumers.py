@@ -21,6 +21,8 @@ Close codes:
   every heartbeat, and whenever the session itself changes or is re-read from the database: a change of
   owner (an admin's) publishes a `session` change, and the stream closes before it forwards that or
   anything after it.
+- 4403: on a shared page's stream (`shared_consumer`), in place of 4404: the share link is not one, has
+  expired or was revoked (told at once, by `DELETE /api/sessions/{id}/share/`).
 - 4410: the session was deleted while the stream was open (sent after a `{"type": "deleted"}` frame).
 - 4429: the user has `OPENPROGRAM_MAX_LIVE_SOCKETS_PER_USER` live sockets (streams and session lists)
   open in this server process already (dag.live.socket_limit). The page retries with its backoff.
@@ -165,20 +167,9 @@ class SessionConsumer(LimitedPerUser, EndsWithItsLogin, ClosesOnLayerOutage, Asy
         except BadStreamRequest as exc:
             await self.close(code=CLOSE_BAD_REQUEST, reason=str(exc)[:120])
             return
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_NOT_FOUND, reason="no such session")
+        if not await self.admit(session_id):
             return
-        # Counted before the database is asked: a user at the cap costs the server no query either.
-        if not self.take_socket_slot(user):
-            await self.close(code=CLOSE_TOO_MANY_SOCKETS, reason=TOO_MANY_SOCKETS_REASON)
-            return
-        if not await database_sync_to_async(owned_session_exists)(user, session_id):
-            await self.close(code=CLOSE_NOT_FOUND, reason="no such session")
-            return
-        self.user = user
         self.session_id = session_id
-        await self.follow_login(user)
         self.group = broadcast.group_name(session_id)
         # Join first, then read: a change committed in between is in both, and the rev check drops it.
         await self.join_group(self.group)
@@ -188,6 +179,44 @@ class SessionConsumer(LimitedPerUser, EndsWithItsLogin, ClosesOnLayerOutage, Asy
         self._heartbeat_task = asyncio.create_task(self._beat())
         if conf.IN_MEMORY_LAYER:
             self._follow_task = asyncio.create_task(self._follow_other_process())
+
+    # Who may watch: the session's owner, logged in. A shared page's stream (`shared_consumer`) overrides
+    # these four, and what closes it when it may no longer watch.
+    refused_code, refused_reason = CLOSE_NOT_FOUND, "no such session"
+
+    async def admit(self, session_id: uuid.UUID) -> bool:
+        """Whether this socket may watch the session; if not, it is closed with the code that says why."""
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_NOT_FOUND, reason="no such session")
+            return False
+        # Counted before the database is asked: a user at the cap costs the server no query either.
+        if not self.take_socket_slot(user):
+            await self.close(code=CLOSE_TOO_MANY_SOCKETS, reason=TOO_MANY_SOCKETS_REASON)
+            return False
+        if not await database_sync_to_async(owned_session_exists)(user, session_id):
+            await self.close(code=CLOSE_NOT_FOUND, reason="no such session")
+            return False
+        self.user = user
+        await self.follow_login(user)
+        return True
+
+    def visible_rev(self) -> int | None:
+        """The session's revision while this viewer may see it, else None (reads the database)."""
+        return owned_rev(self.session_id, self.user.pk)
+
+    def visible_record(self) -> dict | None:
+        """The session's record while this viewer may see it, else None (reads the database)."""
+        return read_owned_session(self.session_id, self.user.pk)
+
+    async def still_admitted(self) -> bool:
+        """At each heartbeat, once the session was found visible: whether the login the socket was opened
+        with still holds. If not, the socket is closed (1000) for the page to reconnect as who it is now."""
+        if await login_still_holds(self.scope, self.user):
+            return True
+        self.refused = True
+        await self.close(code=CLOSE_RECONNECT, reason="the login changed; reconnect")
+        return False
 
     async def disconnect(self, code):
         self.stop_tasks()
@@ -222,6 +251,9 @@ class SessionConsumer(LimitedPerUser, EndsWithItsLogin, ClosesOnLayerOutage, Asy
             self.stop_tasks()
             await self.send_json({"type": "deleted"})
             await self.close(code=CLOSE_DELETED, reason="the session was deleted")
+
+    async def dag_shares_revoked(self, event):
+        """The session's share links were revoked: nothing to the owner's stream (a shared page's closes)."""
 
     async def dispatch(self, message):
         # Channels closes stale database connections before every handler, by a hop to its sync
@@ -274,17 +306,18 @@ class SessionConsumer(LimitedPerUser, EndsWithItsLogin, ClosesOnLayerOutage, Asy
                 return
 
     async def _still_owned(self) -> bool:
-        """Whether the viewer still owns the session; if not, the stream is closed (4404) and refused."""
-        if await database_sync_to_async(owned_rev)(self.session_id, self.user.pk) is not None:
+        """Whether the viewer may still see the session; if not, the stream is closed (4404) and refused."""
+        if await database_sync_to_async(self.visible_rev)() is not None:
             return True
         await self._refuse()
         return False
 
     async def _refuse(self) -> None:
-        """Close with 4404, sending nothing more: changes of the session may still be on their way."""
+        """Close with 4404 (`refused_code`), sending nothing more: changes of the session may still be on
+        their way."""
         self.refused = True
         self.stop_tasks()
-        await self.close(code=CLOSE_NOT_FOUND, reason="no such session")
+        await self.close(code=self.refused_code, reason=self.refused_reason)
 
     async def _send_changes(self, since_rev: int | None) -> bool:
         """Send the database's changes after `since_rev` as a snapshot; False if the session is gone (or
@@ -296,7 +329,7 @@ class SessionConsumer(LimitedPerUser, EndsWithItsLogin, ClosesOnLayerOutage, Asy
         """
         if self.refused:
             return False
-        session = await database_sync_to_async(read_owned_session)(self.session_id, self.user.pk)
+        session = await database_sync_to_async(self.visible_record)()
         if session is None:  # gone, or given to someone else
             await self._refuse()
             return False
@@ -331,13 +364,11 @@ class SessionConsumer(LimitedPerUser, EndsWithItsLogin, ClosesOnLayerOutage, Asy
                     if self.refused:
                         return  # closed already: its login ended
                     # Checked first: nothing more is sent to a viewer who may no longer see the session.
-                    latest = await database_sync_to_async(owned_rev)(self.session_id, self.user.pk)
+                    latest = await database_sync_to_async(self.visible_rev)()
                     if latest is None:
                         await self._refuse()
                         return
-                    if not await login_still_holds(self.scope, self.user):
-                        self.refused = True
-                        await self.close(code=CLOSE_RECONNECT, reason="the login changed; reconnect")
+                    if not await self.still_admitted():
                         return
                     if self.rev < seen_at_last_beat and not await self._send_changes(self.rev):
                         return

@@ -69,10 +69,15 @@ class LimitedPerUser:
 
     def take_socket_slot(self, user) -> bool:
         """Count this socket against `user`'s cap; False (nothing counted) if the user is at it."""
+        return self.take_socket_slot_as(user.pk)
+
+    def take_socket_slot_as(self, holder) -> bool:
+        """Count this socket against `holder`'s cap (a user id; a share link's key, which has a cap of its
+        own, the same number); False (nothing counted) if `holder` is at it."""
         if self._slot_holder is None:
-            if not open_sockets.take(user.pk, conf.MAX_LIVE_SOCKETS_PER_USER):
+            if not open_sockets.take(holder, conf.MAX_LIVE_SOCKETS_PER_USER):
                 return False
-            self._slot_holder = user.pk
+            self._slot_holder = holder
         return True
 
     def give_back_socket_slot(self) -> None:

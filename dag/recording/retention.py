@@ -22,7 +22,7 @@ from django.utils import timezone
 from ..conf import conf
 from ..models import Session
 from ..stored_size import sessions_bytes
-from .write_path.deletes import delete_ended_sessions
+from . import write_path
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ def prune(cutoff: datetime, *, dry_run: bool = False, limit: Optional[int] = Non
         if not ids:
             break
         batch = measure(Session.objects.filter(pk__in=ids))
-        batch.sessions = delete_ended_sessions(ids)
+        batch.sessions = write_path.delete_ended_sessions(ids)
         if not batch.sessions:
             break  # deleted by someone else meanwhile: the next read finds the rest
         pruned.add(batch)

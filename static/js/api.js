@@ -34,6 +34,11 @@ export function postJson(url, body) {
   return request(url, {method: "POST", body: JSON.stringify(body)});
 }
 
+/** Revoke every share link of a session (`/api/sessions/<id>/share/`). */
+export function revokeShareLinks(shareUrl) {
+  return request(shareUrl, {method: "DELETE"});
+}
+
 export function getJson(url) {
   return request(url);
 }

@@ -13,6 +13,7 @@ import {SessionStream} from "./live/stream.js";
 import {TimelineView} from "./live/timeline_view.js";
 import {renderTotals, runTotals, warningText} from "./live/totals.js";
 import {wireReplayButton} from "./rerun.js";
+import {wireShareButton} from "./share_links.js";
 import {TreeModel} from "./live/tree_model.js";
 import {TreeView} from "./live/tree_view.js";
 
@@ -24,6 +25,7 @@ const find = (role) => root.querySelector(`[data-role=${role}]`);
 const model = new TreeModel();
 const header = new SessionHeader(root, root.dataset.stopUrl, terminal);
 wireReplayButton(root);
+wireShareButton(root);
 const followBox = find("follow");
 const deleteButton = find("delete");
 const chip = find("new-chip");
@@ -163,7 +165,7 @@ function applyNode(node, follow = true) {
 
 function showSession(session) {
   header.update(session);
-  deleteButton.hidden = !terminal.has(header.session.status); // a run is stopped before it is deleted
+  if (deleteButton) deleteButton.hidden = !terminal.has(header.session.status); // stopped before it is deleted
   state.totalsDirty = true; // the wall time moves with the session
 }
 
@@ -205,12 +207,12 @@ const stream = new SessionStream(root.dataset.wsPath, {
   },
   onState(connection, detail) {
     header.setConnection(connection, detail);
-    if (connection === "deleted") deleteButton.hidden = true;
+    if (connection === "deleted" && deleteButton) deleteButton.hidden = true;
   },
 }, Number(root.dataset.heartbeatS) || 5);
 
 followBox.addEventListener("change", () => setFollow(followBox.checked));
-deleteButton.addEventListener("click", async () => {
+deleteButton?.addEventListener("click", async () => {
   deleteButton.disabled = true;
   const outcome = await confirmAndDelete([deleteButton.dataset.deleteUrl], "this session");
   deleteButton.disabled = false;

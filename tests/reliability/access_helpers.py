@@ -94,11 +94,12 @@ async def session_cookie(user) -> list[tuple[bytes, bytes]]:
     return [(b"cookie", f"sessionid={await database_sync_to_async(login)()}".encode())]
 
 
-async def stream(session_id, headers) -> tuple[bool, list[dict], int | None]:
-    """(accepted, the frames up to the end of the snapshot, the close code) of one stream connection."""
+async def stream(session_id, headers, path: str | None = None) -> tuple[bool, list[dict], int | None]:
+    """(accepted, the frames up to the end of the snapshot, the close code) of one stream connection, to
+    the owner's stream of the session or to `path` (a shared page's)."""
     from openprogram_web.asgi import application
 
-    communicator = WebsocketCommunicator(application, f"/ws/sessions/{session_id}/", headers=headers)
+    communicator = WebsocketCommunicator(application, path or f"/ws/sessions/{session_id}/", headers=headers)
     accepted, code = await communicator.connect(timeout=REPLY_S)
     frames = []
     while accepted:

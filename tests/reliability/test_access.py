@@ -54,13 +54,16 @@ def owned(user, access_functions):
 
 def value_for(session):
     samples = {"session_id": str(session.pk), "pk": str(session.pk), "id": str(session.pk), "name": "uses_secret",
-               "app_label": "dag", "object_id": "1", "content_type_id": "1", "url": "x", "format": "json"}
+               "app_label": "dag", "object_id": "1", "content_type_id": "1", "url": "x", "format": "json",
+               "token": "not-a-share-token"}
     return lambda name: samples[name]
 
 
 def refused_anonymously(response) -> bool:
     if response.status_code in (401, 403):
         return True
+    if response.status_code == 404 and response.request["PATH_INFO"].startswith("/shared/"):
+        return True  # a share link opens with its signed token alone, and this is none
     return response.status_code == 302 and "login/" in response["Location"]
 
 
@@ -103,6 +106,9 @@ def test_another_user_gets_a_404_at_every_door_to_a_session(owned, other_user):
         (api.get, f"/api/sessions/{owned.pk}/nodes/"),
         (api.get, f"/api/sessions/{owned.pk}/export/"),
         (api.post, f"/api/sessions/{owned.pk}/stop/"),
+        (api.post, f"/api/sessions/{owned.pk}/share/"),
+        (api.delete, f"/api/sessions/{owned.pk}/share/"),
+        (api.delete, f"/api/sessions/{owned.pk}/"),
     ]
     for send, path in doors:
         assert send(path).status_code == 404, path

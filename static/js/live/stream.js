@@ -10,9 +10,13 @@ import {heardServerTime} from "../server_clock.js";
 
 // Every other close is retried with a growing backoff: 4429 (too many live views open) included, so a
 // page comes back once another tab closes.
-const FATAL_CODES = new Set([4400, 4404, 4410]);
+const FATAL_CODES = new Set([4400, 4403, 4404, 4410]);
 const DELETED = 4410; // the session was deleted while the page was open
 const DELETED_TEXT = "This session was deleted.";
+const CLOSED_BECAUSE = {
+  4403: "This share link was revoked or has expired.", // a shared page's stream
+  4404: "This session does not exist or is not yours (are you still logged in?)",
+};
 const MAX_BACKOFF_MS = 8000;
 
 export class SessionStream {
@@ -54,7 +58,7 @@ export class SessionStream {
         return;
       }
       if (FATAL_CODES.has(event.code)) {
-        this.handlers.onState("closed", event.code === 4404 ? "This session does not exist or is not yours (are you still logged in?)" : `The stream refused the request: ${event.reason || event.code}`);
+        this.handlers.onState("closed", CLOSED_BECAUSE[event.code] || `The stream refused the request: ${event.reason || event.code}`);
         return;
       }
       this.handlers.onState("reconnecting");
