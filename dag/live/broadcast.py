@@ -91,12 +91,13 @@ def publish_runs(session_id: str, runs: list[tuple[int, int, str]]) -> None:
 
 
 # Events for a session's open streams that are no change of it, by the consumers' handler names
-# ("dag.deleted" -> dag_deleted): the session was deleted.
+# ("dag.deleted" -> dag_deleted): the session was deleted; its share links were revoked.
 DELETED_EVENT = "dag.deleted"
+SHARES_REVOKED_EVENT = "dag.shares_revoked"
 
 
 def tell_viewers(session_id: str, event: str) -> None:
-    """Send `event` (e.g. DELETED_EVENT) to every open stream of the session, from the
+    """Send `event` (DELETED_EVENT, SHARES_REVOKED_EVENT) to every open stream of the session, from the
     loop the changes go from. Never raises: a stream that misses it finds out at its next heartbeat."""
     loop = sending_loop()
     if loop is None:
