@@ -9,7 +9,8 @@ import pytest
 from django.test import Client, RequestFactory
 from rest_framework.test import APIClient
 
-from dag.accounts.throttles import AccountLoginThrottle, LoginRateThrottle, login_wait
+from dag.accounts.throttles import AccountLoginThrottle, login_wait
+from tests.reliability.test_login_throttle import clock  # noqa: F401 (the throttles' clock, a fixture)
 
 pytestmark = pytest.mark.django_db
 
@@ -20,13 +21,6 @@ ADDRESSES = [f"198.51.100.{n}" for n in range(1, 6)]
 def rates(settings):
     settings.OPENPROGRAM_LOGIN_RATE = "10/min"  # per address: each of the five stays within it
     settings.OPENPROGRAM_ACCOUNT_LOGIN_RATE = "20/hour"
-
-
-@pytest.fixture
-def clock(monkeypatch):
-    now = [1_000_000.0]
-    monkeypatch.setattr(LoginRateThrottle, "timer", lambda self: now[0])
-    return now
 
 
 def wrong(username: str) -> dict:

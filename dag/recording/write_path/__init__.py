@@ -19,8 +19,9 @@ nothing, since no one can be watching it yet:
   compare-and-set on queued sessions to send again); like the heartbeat, neither advances nor publishes;
 - leases: `renew_leases` (the heartbeat: one UPDATE, no revision), `end_expired_lease` (the reaper);
 - stop: `record_stop_request`; crashes and stops: `close_open_nodes`;
-- other session fields (a budget's spend, an admin's edit): `update_session`; deletion: `delete_sessions`
-  (an admin's), `delete_owned_session` (an owner's, of an ended session), `delete_ended_sessions` (retention);
+- other session fields (a budget's spend, an admin's edit): `update_session`; deletion (each tells the
+  session's open pages): `delete_sessions` (an admin's), `delete_owned_session` (an owner's, of an ended
+  session), `delete_ended_sessions` (retention);
 - share links: `revoke_shares` (every link of a session at once);
 - import: `insert_imported_session`.
 
@@ -32,7 +33,7 @@ A run's writes pass `lease=` (its worker id): `advance` refuses them with `Write
 `CancelledError`) once the session has ended or another worker holds it.
 """
 from .borrowing import DatabaseUnreachable, borrowed
-from .deletes import SessionStillActive, delete_ended_sessions, delete_owned_session
+from .deletes import SessionStillActive, delete_ended_sessions, delete_owned_session, delete_sessions
 from .process_writer import flush_session
 from .imports import insert_imported_session
 from .leases import end_expired_lease, renew_leases
@@ -40,9 +41,8 @@ from .nodes import close_open_nodes, create_node, finish_node
 from .revision import WriteRefused, node_message, session_message
 from .run_writes import RunWrites
 from .shares import revoke_shares
-from .sessions import (NODE_STATUS_AT_END, STOPPED_BEFORE_START, claim_resend, claim_session, delete_sessions,
-                       finish_session, mark_sent, queue_session, record_stop_request, set_session_status,
-                       update_session)
+from .sessions import (NODE_STATUS_AT_END, STOPPED_BEFORE_START, claim_resend, claim_session, finish_session,
+                       mark_sent, queue_session, record_stop_request, set_session_status, update_session)
 
 __all__ = ["DatabaseUnreachable", "NODE_STATUS_AT_END", "RunWrites", "STOPPED_BEFORE_START", "SessionStillActive",
            "WriteRefused", "borrowed", "claim_resend", "claim_session", "close_open_nodes", "create_node",

@@ -1,9 +1,9 @@
-"""Deleting sessions with their nodes: by their owner (the API and the pages) and by retention.
+"""Deleting sessions with their nodes: by their owner (the API and the pages), by retention, by an admin.
 
 A deletion cannot be undone, and a run is not fenced against it the way its writes are against a stop,
 so an owner deletes only a session that has ended: one still queued or running is refused
-(`SessionStillActive`), and its owner stops it first. Retention deletes only ended sessions too.
-(An administrator's deletion, of any session, is `sessions.delete_sessions`.)
+(`SessionStillActive`), and its owner stops it first. Retention deletes only ended sessions too; an
+administrator may delete any (`delete_sessions`).
 
 Each deletion tells the session's open streams after its commit (`broadcast.tell_viewers`): their pages
 show "deleted" at once, instead of a heartbeat finding the session gone.
@@ -38,6 +38,13 @@ def delete_owned_session(owner, session_id) -> None:
         if status not in Session.TERMINAL:
             raise SessionStillActive(session_id, status)
         _delete_rows(tx, [session_id])
+
+
+def delete_sessions(session_ids: Iterable) -> int:
+    """Delete sessions with their nodes, whatever their status (an administrator's); how many went. A
+    run still going has its later writes refused (its session is gone), and stops."""
+    with WriteTransaction(lean=False) as tx:
+        return _delete_rows(tx, list(session_ids))
 
 
 def delete_ended_sessions(session_ids: Iterable) -> int:

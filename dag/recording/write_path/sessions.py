@@ -1,4 +1,4 @@
-"""Writes of sessions: queued at launch, claimed by a run, stopped, finished, edited, deleted.
+"""Writes of sessions: queued at launch, claimed by a run, stopped, finished, edited (deleted: `deletes`).
 
 Each public function is one transaction (a `WriteTransaction`, the ORM working inside it) that starts
 by locking the session through `advance` and publishes after its commit. Composite changes (a claim
@@ -274,13 +274,3 @@ def record_stop_request(session_id) -> Session:
         if session.status == Session.Status.QUEUED:
             finish_session_in(tx, session_id, Session.Status.CANCELLED, error=STOPPED_BEFORE_START)
         return Session.objects.get(pk=session_id)
-
-
-def delete_sessions(session_ids: Iterable) -> int:
-    """Delete sessions with their nodes; how many sessions were deleted.
-
-    Nothing is published: there is no change to show, and a viewer's next resync finds the session gone.
-    """
-    with WriteTransaction(lean=False):
-        _, deleted = Session.objects.filter(pk__in=list(session_ids)).delete()
-    return deleted.get(Session._meta.label, 0)
