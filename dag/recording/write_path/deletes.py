@@ -49,7 +49,7 @@ def delete_sessions(session_ids: Iterable) -> int:
 
 def delete_ended_sessions(session_ids: Iterable) -> int:
     """Delete those of `session_ids` that have ended, with their nodes (retention); how many were deleted.
-    A session that is running again cannot be (a terminal status is final), so the filter is the check."""
+    No lock is needed for the check: a terminal status is final, so a session found ended stays ended."""
     with WriteTransaction(lean=False) as tx:
         ended = list(Session.objects.filter(pk__in=list(session_ids), status__in=Session.TERMINAL)
                      .values_list("pk", flat=True))
