@@ -1,9 +1,9 @@
 """Running the tool calls a model asked for, honouring each tool's registration options.
 
 Per call, in order: offered? (else a refusal naming why) -> argument validation against the spec ->
-approval (refused when unattended) -> `check_fn` -> cache -> run (with `timeout`) -> result text
-cut to `max_result_chars` keeping head and tail (`head_ratio`), the full text saved when
-`persist_full`. Every failure becomes a tool result the model can read, except a stop
+approval (refused when unattended, else waited for: `runtime.approval`) -> `check_fn` -> cache -> run
+(with `timeout`) -> result text cut to `max_result_chars` keeping head and tail (`head_ratio`), the full
+text saved when `persist_full`. Every failure becomes a tool result the model can read, except a stop
 (CancelledError), a budget breach (BudgetExceeded), a loop below that could not finish
 (ExecLimitExceeded) and a repeated call made again after its refusal (LoopDetected, see
 `runtime.repeats`): those end the run, once the other calls of the same reply have finished. A call the
@@ -30,11 +30,13 @@ import threading
 import time
 import uuid
 from concurrent.futures import wait as wait_all
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 from . import interrupt
-from .context import _current_frame, _current_recorder
+from .approval import ApprovalDenied, approval_timeout_s, continuing, seek_approval
+from .context import Frame, _current_frame, _current_recorder
 from .errors import (BudgetExceeded, CancelledError, DepthCeilingExceeded, ExecLimitExceeded, LoopDetected,
                      OpenProgramError, ToolArgumentError)
 from .messages import ToolCall, to_text, tool_result_message
@@ -195,6 +197,12 @@ class TimeoutAwareRecorder(Recorder):
     def function_refused(self, frame, error) -> None:
         self.inner.function_refused(frame, error)
 
+    def approval_requested(self, frame) -> None:
+        self.inner.approval_requested(frame)
+
+    def approval_ended(self, frame, status, error) -> None:
+        self.inner.approval_ended(frame, status, error)
+
     def llm_started(self, frame, request):
         return self.inner.llm_started(frame, request)
 
@@ -223,6 +231,8 @@ class Dispatcher:
         self.offered = offered
         self.unattended = getattr(runtime, "unattended", True)
         self.approver = getattr(runtime, "approver", None)
+        # Read here, so a bad value fails before any model call of an attended run.
+        self.approval_timeout_s = None if self.unattended else approval_timeout_s()
         self.cache: ResultCache = runtime.tool_cache
         self.max_calls = max_tool_calls_per_reply()  # read here, so a bad value fails before any model call
         self.max_failed_repeats = repeat_limit(MAX_FAILED_REPEATS_ENV, MAX_FAILED_REPEATS)
@@ -322,7 +332,7 @@ class Dispatcher:
                                     f"matching the tool's parameters", tool=call.name)
         options = tool.options
         arguments = tool.validate(call.arguments)  # first: the gates below may rely on well-formed arguments
-        self._check_approval(tool, arguments)
+        approved = self._approved(tool, arguments)
         if options.check_fn is not None and not _call_gate(options.check_fn, arguments):
             raise Refusal(f"tool {call.name!r} is blocked right now: its check_fn said no to this call")
         key = ResultCache.key(call.name, call.arguments) if options.cache else None
@@ -330,7 +340,8 @@ class Dispatcher:
             cached = self.cache.get(key)
             if cached is not None:
                 return cached
-        value = self._invoke_with_timeout(tool, arguments) if options.timeout else _invoke(tool, arguments)
+        with continuing(approved) if approved is not None else nullcontext():
+            value = self._invoke_with_timeout(tool, arguments) if options.timeout else _invoke(tool, arguments)
         text = to_text(value)
         where = ""
         if options.persist_full and len(text) > options.max_result_chars:
@@ -349,21 +360,25 @@ class Dispatcher:
         provider of one's own may pass a list through, and a list cannot be looked up)."""
         return self.offered.tools.get(call.name) if isinstance(call.name, str) else None
 
-    def _check_approval(self, tool, arguments: dict) -> None:
+    def _approved(self, tool, arguments: dict) -> Optional[Frame]:
+        """None when the call needs no approval; else the approved call's waiting frame (a refusal
+        otherwise), whose node the call's entry continues."""
         rule = tool.options.requires_approval
         if not rule:
-            return
+            return None
         needed = _call_gate(rule, arguments) if callable(rule) else True
         if not needed:
-            return
+            return None
         if self.unattended:
             raise Refusal(f"tool {tool.tool_name!r} requires approval, and this run is unattended "
                           f"(no one can approve it); do the work another way")
         if self.approver is None:
             raise Refusal(f"tool {tool.tool_name!r} requires approval, and no approver is configured "
                           f"(Runtime(approver=...)); do the work another way")
-        if not self.approver(tool.tool_name, arguments):
-            raise Refusal(f"approval to run tool {tool.tool_name!r} was denied")
+        try:
+            return seek_approval(self.approver, tool, arguments, self.frame, self.approval_timeout_s)
+        except ApprovalDenied as exc:
+            raise Refusal(str(exc)) from None
 
     def _invoke_with_timeout(self, tool, arguments: dict):
         timeout = tool.options.timeout

@@ -32,7 +32,9 @@ def unattended_by_default() -> bool:
 
 def environment_problems() -> list[str]:
     """What is wrong with the runtime's OPENPROGRAM_* environment variables, one message each (the model
-    spec and its provider's key, the default budget, the reply caps, the model timeout and retries, OPENPROGRAM_UNATTENDED)."""
+    spec and its provider's key, the default budget, the reply caps, the model timeout and retries, OPENPROGRAM_UNATTENDED,
+    the approval timeout)."""
+    from .approval import approval_timeout_s
     from .default_budget import default_llm_calls
     from .dispatch import max_tool_calls_per_reply
     from .providers.base import BUILTIN_PROVIDERS, provider_class, resolve_model
@@ -51,7 +53,7 @@ def environment_problems() -> list[str]:
 
     readers = [model_spec, default_llm_calls, max_tool_calls_per_reply, RetryPolicy.from_env, unattended_by_default,
                lambda: env_number("OPENPROGRAM_MODEL_TIMEOUT_S", DEFAULT_TIMEOUT_S),
-               lambda: env_number(MAX_TOKENS_ENV, None, int)]
+               lambda: env_number(MAX_TOKENS_ENV, None, int), approval_timeout_s]
     problems = []
     for read in readers:
         try:

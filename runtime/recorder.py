@@ -44,6 +44,15 @@ class Recorder:
     def function_refused(self, frame: Frame, error: BaseException) -> None:
         """The frame's call was refused before its body ran."""
 
+    def approval_requested(self, frame: Frame) -> None:
+        """The frame's call waits for a person's approval before it runs (`runtime.approval`): write its
+        node `awaiting_approval` and set `frame.node`. Approved, the call's `function_entered` gets a frame
+        that continues this one (`runtime.approval.take_approved`)."""
+
+    def approval_ended(self, frame: Frame, status: str, error: BaseException) -> None:
+        """The call that waited for approval will not run: "refused" (denied, `error.refusal` is
+        "denied") or "cancelled" (stopped while waiting)."""
+
     def llm_started(self, frame: Optional[Frame], request: dict) -> Any:
         """A model call is about to be sent. `request` holds "system", "messages", "tools", "model".
 

@@ -17,7 +17,8 @@ import json
 import threading
 from typing import Optional
 
-from .context import Frame, _current_recorder, _recursion_depth
+from .approval import pending_frame
+from .context import Frame, _current_recorder
 from .errors import LoopDetected
 from .messages import ToolCall
 from .retry import env_number
@@ -126,11 +127,7 @@ def record_refusal(tool, parent: Optional[Frame], arguments, error: LoopDetected
     recorder = _current_recorder.get()
     if recorder is None or tool is None:
         return
-    frame = Frame(tool, parent, (), dict(arguments) if isinstance(arguments, dict) else {})
-    frame.hidden = tool.expose == "hidden" or (parent is not None and parent.hidden)
+    frame = pending_frame(tool, parent, arguments)
     frame.status = "refused"
-    if tool.agentic:
-        counts = _recursion_depth.get()
-        frame.name_depth = (counts.get(tool.tool_name, 0) if counts else 0) + 1
     if not frame.hidden:
         recorder.function_refused(frame, error)
