@@ -106,6 +106,24 @@ def test_three_hundred_waiting_runs_on_two_default_workers_all_complete_within_t
     assert 0 < connections_seen.peak <= 30, connections_seen.peak
 
 
+def test_pool_pressure_never_writes_off_a_healthy_run(settings, user, workers, release):
+    """Twenty runs on the smallest pool start-up allows (one connection for runs beside upkeep's four) and a
+    short lease: the heartbeat and the reaper keep their connections, so no run is written off."""
+    queue = new_queue()
+    settings.OPENPROGRAM_EXECUTOR, settings.OPENPROGRAM_CELERY_QUEUE = "celery", queue
+    settings.OPENPROGRAM_FUNCTION_MODULES = MODULES.split(",")
+    settings.OPENPROGRAM_MAX_ACTIVE_RUNS_PER_USER = 0
+    workers(queue, 1, concurrency=20, OPENPROGRAM_DB_POOL_SIZE="5", OPENPROGRAM_DB_POOL_TIMEOUT_S="1",
+            OPENPROGRAM_LEASE_S="3", OPENPROGRAM_HEARTBEAT_S="0.5")
+    ids = [str(launch(user, "count_until_released", {"release_file": str(release), "delay_s": 0.1}).pk)
+           for _ in range(20)]
+    # Each run records for many leases (a hundred steps of 0.1 s against a 3 s lease) before it is released.
+    wait_for(lambda: all(nodes_of(session_id) >= 100 for session_id in ids), BOUND_S, "every run to go on")
+    release.touch()
+    sessions = ended(ids)
+    assert {session.status for session in sessions} == {"completed"}, {s.error for s in sessions}
+
+
 def through(proxy: TcpProxy) -> str:
     """The test database's URL, by way of `proxy`."""
     url = urlsplit(database_url(connection.settings_dict))
