@@ -35,7 +35,8 @@ class WebSocket:
         return cls(reader, writer)
 
     async def recv(self) -> str:
-        """The next text message (continuation frames joined); pings and pongs are skipped."""
+        """The next text message (continuation frames joined); a ping is answered, as a browser would (a
+        server drops a client that leaves its pings unanswered: Daphne after 20 s + 30 s), pongs skipped."""
         message = b""
         while True:
             first, second = await self.reader.readexactly(2)
@@ -48,14 +49,22 @@ class WebSocket:
             if opcode == 0x8:
                 code = struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else 1005
                 raise WebSocketClosed(code)
-            if opcode in (0x9, 0xA):
+            if opcode == 0x9:
+                self._send(0xA, payload)
+                continue
+            if opcode == 0xA:
                 continue
             message += payload
             if fin:
                 return message.decode()
 
+    def _send(self, opcode: int, payload: bytes = b"") -> None:
+        """One final frame of `opcode`, masked as a client's must be (control frames: payload <= 125 bytes)."""
+        mask = os.urandom(4)
+        masked = bytes(byte ^ mask[i % 4] for i, byte in enumerate(payload))
+        self.writer.write(bytes([0x80 | opcode, 0x80 | len(payload)]) + mask + masked)
+
     async def close(self) -> None:
-        # A masked close frame with no payload.
-        self.writer.write(bytes([0x88, 0x80]) + os.urandom(4))
+        self._send(0x8)
         await self.writer.drain()
         self.writer.close()

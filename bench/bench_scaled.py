@@ -1,208 +1,408 @@
-"""Scale-out: sessions per second on Celery workers beside the embedded default, and cross-process stops.
+"""Scale-out under the default settings: one Celery worker against two, and what a waiting run costs.
 
-The same I/O-bound workload everywhere: SESSIONS sessions of `io_agent` (bench/_io_functions.py), each
-making CALLS model calls to a provider that waits WAIT_S like a real one, all launched at once. Measured
-from the first launch to the last session's end:
+On a scratch PostgreSQL database and the Redis of REDIS_URL, with a live Daphne server and real
+`celery -A openprogram_web worker --pool threads` processes (the project's default concurrency and
+connection pool, as dag.conf reads them; each stopped by PID), this process launches sessions as the web
+process would and prints, side by side for one worker and for two:
 
-- the embedded default (its own process: SQLite, the in-process pool of 8 threads);
-- one Celery worker (8 threads), then two, on PostgreSQL + Redis, launched from this process as the web
-  process would; the ratio two/one;
-- the latency of a stop from this process to a run on a worker, to `cancelled` in the database, with
-  the Redis pub/sub wake-up and with the database poll alone.
+- a CPU-bound recording load: CPU_SESSIONS sessions of CPU_LOAD, model calls to a model that answers at
+  once, each followed by tool calls (bench/_waiting_functions.py); recorded calls (nodes) per second,
+  and the ratio of two workers to one;
+- an I/O-bound load: IO_SESSIONS sessions of IO_LOAD, model calls that each wait, all launched at once;
+  the wall time from the first launch to the last end, against the ideal (one session's waits: every
+  session waiting at the same time), and the most sessions running at once;
+- during the I/O-bound load, the peak of the database's connections (pg_stat_activity sampled every
+  ~50 ms, by process) and the latency from a node's commit to its arrival at a websocket client watching
+  its session on the live server (p50, p95);
+- the memory one waiting run costs: a worker's resident memory with N sessions waiting on their model,
+  less its idle memory, over N (N: its concurrency, at most IO_SESSIONS);
+- a stop's latency from this process to a run on a worker.
 
-Needs PostgreSQL and Redis (DATABASE_URL, REDIS_URL, default the local ones `make test` uses); without
-them it says why and exits 0. Runs on a scratch database it creates and drops; workers are stopped by PID.
+The per-user limit on active runs is left at its default: the sessions are launched by as many bench users
+as it takes (each within both its active-run limit and its live-socket limit). Each load has a deadline:
+past it, what ended is reported, the rest is stopped, and the bench goes on, so it ends by itself (about
+four minutes on 2 cores). Needs PostgreSQL (BENCH_PG_URL) and Redis (REDIS_URL); without them it says why
+and exits 0. The scratch database is named BENCH_SCALED_DATABASE (default bench_scaled) and this process's
+id, and dropped at the end.
 """
 from __future__ import annotations
 
-import json
+import math
 import os
 import random
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import uuid
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-PG_URL = os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/openprogram"
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench._live_watch import LiveWatch  # noqa: E402 (after the path is set)
+from bench._load_cpu import LoadCpu  # noqa: E402
+from bench._pg import scratch_database  # noqa: E402
+from bench._pg_activity import ActivitySampler  # noqa: E402
+from bench._workers import Worker  # noqa: E402
+
 REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
-SESSIONS = int(os.environ.get("BENCH_SCALED_SESSIONS", "64"))
-CALLS = 5
-THREADS = 8  # per worker, and the embedded pool
-STOP_TRIALS = int(os.environ.get("BENCH_SCALED_STOP_TRIALS", "10"))
+DATABASE_PREFIX = os.environ.get("BENCH_SCALED_DATABASE", "bench_scaled")
+CPU_SESSIONS = 24
+# Each context rendered for a model call reads the session's earlier calls, so a run of hundreds of model
+# calls measures that read more than the recording: 20 agent turns of a model call and 60 tool calls.
+CPU_LOAD = {"calls": 20, "wait_ms": 0, "steps": 60}
+IO_SESSIONS = int(os.environ.get("BENCH_SCALED_SESSIONS", "300"))
+IO_LOAD = {"calls": 2, "wait_ms": 2000}
+IDEAL_S = IO_LOAD["calls"] * IO_LOAD["wait_ms"] / 1000
+CPU_DEADLINE_S, IO_DEADLINE_S, SETTLE_S = 45.0, 60.0, 30.0
+STOP_TRIALS = 8
+LAUNCHERS = 8  # threads launching at once
+# The issue's goals (issue 36): two workers' CPU-bound rate over one's; commit-to-browser p95 with the
+# I/O-bound sessions waiting on two workers, ms; the workers' PostgreSQL connections at once.
+GOAL_RATIO, GOAL_P95_MS, GOAL_CONNECTIONS = 1.8, 250.0, 30
+WORKER_LABEL = "bench-worker"
 WORKLOAD = {
-    "OPENPROGRAM_FUNCTION_MODULES": "examples.functions,bench._io_functions",
-    "OPENPROGRAM_MODEL": "bench._io_functions.WaitingProvider:io",
+    "OPENPROGRAM_FUNCTION_MODULES": "examples.functions,bench._waiting_functions",
+    "OPENPROGRAM_MODEL": "bench._waiting_functions.SleepingProvider",
     "DJANGO_SETTINGS_MODULE": "openprogram_web.settings",
-    "LOG_LEVEL": "WARNING",
 }
 
 
-def services_missing() -> str | None:
-    """Why PostgreSQL + Redis cannot be used here, or None."""
+def redis_missing() -> str | None:
+    """Why Redis cannot be used here, or None."""
     try:
-        import psycopg
         import redis
-        psycopg.connect(PG_URL, connect_timeout=3).close()
         redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2, socket_timeout=2).ping()
     except Exception as exc:
-        return f"PostgreSQL ({PG_URL}) and Redis ({REDIS_URL}) must both answer: {type(exc).__name__}: {exc}"
+        return f"Redis ({REDIS_URL}) must answer: {type(exc).__name__}: {exc}"
     return None
 
 
 def setup_django(env: dict) -> None:
-    os.environ.update(env)
+    os.environ.update({**env, "PGAPPNAME": "bench-driver"})
     import django
     django.setup()
     from django.core.management import call_command
     call_command("migrate", verbosity=0)
 
 
-def owner():
-    from django.contrib.auth import get_user_model
-    return get_user_model().objects.create(username=f"bench-scaled-{uuid.uuid4().hex[:8]}")
+def defaults_in_use() -> dict:
+    """The settings the workers run with (they share this process's environment), as dag.conf reads them."""
+    from django.conf import settings
+
+    from dag.conf import conf
+    pool = settings.DATABASES["default"].get("OPTIONS", {}).get("pool") or {}
+    return {"worker concurrency": conf.WORKER_CONCURRENCY, "pool per process": pool.get("max_size", "none"),
+            "active runs per user": conf.MAX_ACTIVE_RUNS_PER_USER or "no limit",
+            "live sockets per user": conf.MAX_LIVE_SOCKETS_PER_USER or "no limit"}
 
 
-def workload(user, sessions: int = SESSIONS) -> dict:
-    """Launch `sessions` io_agent runs at once; sessions/s and node events/s until the last one ends."""
-    from dag.models import Node, Session
-    from dag.runs.launch import launch
+class Bench:
+    """The bench's users (with their login cookies), its workers, and the loads it launches."""
 
-    started = time.perf_counter()
-    ids = [launch(user, "io_agent", {"calls": CALLS}).pk for _ in range(sessions)]
-    rows = Session.objects.filter(pk__in=ids)
-    while rows.exclude(status__in=Session.TERMINAL).exists():
-        time.sleep(0.01)
-    elapsed = time.perf_counter() - started
-    statuses = set(rows.values_list("status", flat=True))
-    events = 2 * Node.objects.filter(session_id__in=ids).count()  # each node is entered, then exited
-    return {"sessions_s": sessions / elapsed, "events_s": events / elapsed, "elapsed": elapsed,
-            "statuses": sorted(statuses)}
+    def __init__(self, env: dict, database_url: str, log_dir: Path, server_url: str):
+        from django.contrib.auth import get_user_model
 
+        from dag.conf import conf
+        from tests.e2e.support import session_cookie
+        self.env, self.database_url, self.log_dir, self.server_url = env, database_url, log_dir, server_url
+        limits = [limit for limit in (conf.MAX_ACTIVE_RUNS_PER_USER, conf.MAX_LIVE_SOCKETS_PER_USER) if limit]
+        per_user = min(limits) if limits else IO_SESSIONS
+        users = get_user_model().objects
+        self.users = [users.create(username=f"bench-scaled-{i}")
+                      for i in range(math.ceil(max(IO_SESSIONS, CPU_SESSIONS) / per_user))]
+        self.cookies = {user.pk: session_cookie(user)["value"] for user in self.users}
+        self.workers: list[Worker] = []
+        self.launchers = ThreadPoolExecutor(LAUNCHERS, thread_name_prefix="bench-launch")
 
-def embedded() -> None:
-    """The child process: the embedded default on a scratch SQLite database; prints its figures as JSON."""
-    scratch = tempfile.mkdtemp(prefix="bench-scaled-")
-    setup_django({**WORKLOAD, "OPENPROGRAM_VAR_DIR": scratch, "DATABASE_URL": "", "REDIS_URL": "",
-                  "OPENPROGRAM_EXECUTOR": "inprocess", "OPENPROGRAM_EXECUTOR_WORKERS": str(THREADS)})
-    user = owner()
-    workload(user, THREADS)  # warm-up: imports, connections, the pool's threads
-    print(json.dumps(workload(user)))
+    def add_worker(self) -> Worker:
+        worker = Worker(f"{WORKER_LABEL}-{len(self.workers) + 1}", self.env, self.log_dir)
+        self.workers.append(worker)
+        worker.wait_ready()
+        self.run_load(CPU_SESSIONS // 4 * len(self.workers), {"calls": 2, "wait_ms": 0, "steps": 2},
+                      CPU_DEADLINE_S)  # warm-up
+        return worker
 
+    def close(self) -> None:
+        """Stop the workers (by PID) and the launching threads."""
+        for worker in self.workers:
+            worker.stop()
+        self.launchers.shutdown()
 
-def start_worker(env: dict, name: str, log_dir: str) -> subprocess.Popen:
-    log = open(os.path.join(log_dir, f"{name}.log"), "w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "openprogram_web", "worker", "--pool", "threads",
-         "--concurrency", str(THREADS), "-n", f"{name}@%h", "--loglevel", "INFO", "--without-mingle",
-         "--without-gossip"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while " ready." not in open(log.name).read():
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"worker {name} did not start:\n{open(log.name).read()[-2000:]}")
-        time.sleep(0.1)
-    return process
+    def launch(self, count: int, args: dict, watch: LiveWatch | None = None) -> list:
+        """`count` waiting_agent sessions, their owners taken in turn (within the per-user limits), launched
+        from LAUNCHERS threads, as many clients of a web process would."""
+        from dag.runs.launch import launch
 
+        def launch_one(i: int):
+            user = self.users[i % len(self.users)]
+            session_id = launch(user, "waiting_agent", args).pk
+            if watch is not None:
+                watch.watch(session_id, self.cookies[user.pk])
+            return session_id
+        return list(self.launchers.map(launch_one, range(count)))
 
-def stop_workers(workers: list) -> None:
-    for process in workers:
-        if process.poll() is None:
-            os.kill(process.pid, signal.SIGTERM)
-    for process in workers:
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            os.kill(process.pid, signal.SIGKILL)
-            process.wait(10)
-    workers.clear()
+    def run_load(self, count: int, args: dict, deadline_s: float, watch: bool = False) -> dict:
+        """Launch `count` sessions at once and wait for their end (at most `deadline_s`, then stop the rest);
+        the figures of the load."""
+        from dag.models import Node, Session
 
-
-def stop_latency(user, trials: int) -> list[float]:
-    """Seconds from request_stop in this process to `cancelled` stored, for runs on a worker."""
-    from dag.models import Node, Session
-    from dag.runs import lifecycle
-    from dag.runs.launch import launch
-
-    samples = []
-    for _ in range(trials):
-        session = launch(user, "slow_count", {"n": 1000, "delay_s": 0.2})
-        while Node.objects.filter(session=session).count() < 3:
-            time.sleep(0.005)
-        time.sleep(random.uniform(0, 0.3))
+        sampler = ActivitySampler(self.database_url, groups={"workers": WORKER_LABEL}).start()
+        live = LiveWatch(self.server_url) if watch else None
+        cpu = LoadCpu([worker.pid for worker in self.workers])
         started = time.perf_counter()
-        lifecycle.request_stop(session.pk)
-        while not Session.objects.filter(pk=session.pk, status=Session.Status.CANCELLED).exists():
-            time.sleep(0.002)
-        samples.append(time.perf_counter() - started)
-    return samples
+        ids = self.launch(count, args, live)
+        launched_s = time.perf_counter() - started
+        ended = wait_until_ended(ids, started + deadline_s)
+        elapsed = time.perf_counter() - started
+        cpu_used = cpu.figures()
+        stop_the_rest(ids)
+        peaks = sampler.stop()
+        poll_until(lambda: broker_backlog(self.env["OPENPROGRAM_CELERY_QUEUE"]) == 0, interval_s=0.1)
+        rows = Session.objects.filter(pk__in=ids)
+        pids = {str(worker.pid): worker.label for worker in self.workers}
+        return {"count": count, "ended": ended, "elapsed": elapsed, "launched_s": launched_s, "peaks": peaks,
+                "cpu": cpu_used,
+                "calls": Node.objects.filter(session_id__in=ids).count(),
+                "statuses": Counter(rows.values_list("status", flat=True)),
+                "by_worker": Counter(pids.get(worker.rsplit(":", 1)[-1], worker or "none")
+                                     for worker in rows.values_list("worker", flat=True)),
+                "live": live.results(SETTLE_S) if live else None}
+
+    def memory_per_waiting_run(self, worker: Worker) -> dict:
+        """`worker`'s resident memory with as many sessions waiting as it has threads, less its idle memory."""
+        from dag.conf import conf
+        from dag.models import Session
+
+        idle = median_rss(worker)
+        waiting = min(conf.WORKER_CONCURRENCY, IO_SESSIONS)
+        ids = self.launch(waiting, {"calls": 1, "wait_ms": 600_000})
+        running = Session.objects.filter(pk__in=ids, status=Session.Status.RUNNING)
+        poll_until(lambda: running.count() >= waiting, interval_s=0.1)
+        time.sleep(1.0)  # the last claimed ones reach their model call
+        held, count = median_rss(worker), running.count()
+        stop_the_rest(ids)
+        return {"idle": idle, "held": held, "waiting": count, "per_run": (held - idle) / count if count else None}
+
+    def stop_latency(self) -> list[float]:
+        """Seconds from a stop requested in this process to `cancelled` stored, for runs waiting on a worker
+        (a trial whose run never reaches its model call, or never ends, within SETTLE_S is left out)."""
+        from dag.models import Node, Session
+        from dag.runs import lifecycle
+
+        samples = []
+        for _ in range(STOP_TRIALS):
+            session_id = self.launch(1, {"calls": 1, "wait_ms": 60_000})[0]
+            if not poll_until(lambda: Node.objects.filter(session_id=session_id, status="running").count() >= 2):
+                stop_the_rest([session_id])
+                continue
+            time.sleep(random.uniform(0, 0.3))
+            started = time.perf_counter()
+            lifecycle.request_stop(session_id)
+            if poll_until(Session.objects.filter(pk=session_id, status=Session.Status.CANCELLED).exists):
+                samples.append(time.perf_counter() - started)
+        return samples
 
 
-def row(name: str, figures: dict) -> None:
-    print(f"{name:<34} {figures['sessions_s']:8.1f} sessions/s {figures['events_s']:9.0f} node events/s   "
-          f"({SESSIONS} sessions in {figures['elapsed']:.2f} s; {', '.join(figures['statuses'])})")
+def broker_backlog(queue: str) -> int:
+    """Messages waiting in the broker's `queue` (the launches of stopped sessions the workers still take
+    and drop): the next load starts when there are none."""
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL)
+    return sum(client.llen(key) for key in client.scan_iter(match=f"{queue}*", _type="list"))
 
 
-def latency_row(name: str, samples: list[float]) -> None:
-    ms = sorted(s * 1000 for s in samples)
-    p95 = ms[min(len(ms) - 1, int(round(0.95 * (len(ms) - 1))))]
-    print(f"{name:<34} median {statistics.median(ms):7.1f} ms   p95 {p95:7.1f} ms   max {ms[-1]:7.1f} ms   (n={len(ms)})")
+def poll_until(condition, interval_s: float = 0.005) -> bool:
+    """Whether `condition()` came true within SETTLE_S."""
+    deadline = time.monotonic() + SETTLE_S
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(interval_s)
+    return True
+
+
+def wait_until_ended(ids: list, deadline: float) -> int:
+    """How many of the sessions `ids` have ended, once all have or `deadline` (perf_counter) has passed."""
+    from dag.models import Session
+
+    rows = Session.objects.filter(pk__in=ids, status__in=Session.TERMINAL)
+    while True:
+        ended = rows.count()
+        if ended == len(ids) or time.perf_counter() > deadline:
+            return ended
+        time.sleep(0.05)
+
+
+def stop_the_rest(ids: list) -> None:
+    """Stop the sessions of `ids` still going, and wait (bounded) until they have ended: the next load
+    starts on idle workers and within its users' active-run limit."""
+    from dag.models import Session
+    from dag.runs import lifecycle
+
+    going = list(Session.objects.filter(pk__in=ids).exclude(status__in=Session.TERMINAL).values_list("pk", flat=True))
+    for session_id in going:
+        lifecycle.request_stop(session_id)
+    wait_until_ended(going, time.perf_counter() + SETTLE_S)
+
+
+def median_rss(worker: Worker) -> int:
+    samples = []
+    for _ in range(5):
+        samples.append(worker.rss_bytes())
+        time.sleep(0.2)
+    return int(statistics.median(samples))
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    return values[min(len(values) - 1, int(round(fraction * (len(values) - 1))))]
+
+
+def goal(met: bool) -> str:
+    return "met" if met else "NOT met"
+
+
+def print_table(figures: dict, settings_in_use: dict) -> None:
+    one_cpu, two_cpu, one_io, two_io = (figures[k] for k in ("cpu-1", "cpu-2", "io-1", "io-2"))
+    print(f"\nbench_scaled: {os.cpu_count()} CPUs; defaults in use: "
+          + ", ".join(f"{name} {value}" for name, value in settings_in_use.items()))
+    print(f"{'':<46} {'1 worker':>12} {'2 workers':>12} {'2 / 1':>8}   goal")
+
+    def line(name, one, two, ratio="", target=""):
+        print(f"{name:<46} {one:>12} {two:>12} {ratio:>8}   {target}")
+
+    cpu = [load["calls"] / load["elapsed"] for load in (one_cpu, two_cpu)]
+    line(f"CPU-bound: recorded calls/s ({CPU_SESSIONS} sessions)", f"{cpu[0]:,.0f}", f"{cpu[1]:,.0f}",
+         f"{cpu[1] / cpu[0]:.2f}x", f">= {GOAL_RATIO}x: {goal(cpu[1] / cpu[0] >= GOAL_RATIO)}")
+    line("  workers' CPU per recorded call, us", *(per_call_us(load) for load in (one_cpu, two_cpu)))
+    line("  cores busy: the workers / the machine", *(cores_text(load) for load in (one_cpu, two_cpu)), "",
+         f"of {os.cpu_count()}")
+    rates = [load["ended"] / load["elapsed"] for load in (one_io, two_io)]
+    line(f"I/O-bound: {IO_SESSIONS} sessions, wall s (ideal {IDEAL_S:g} s)",
+         *(wall_text(load) for load in (one_io, two_io)), f"{rates[1] / rates[0]:.2f}x", "(sessions/s)")
+    line("  wall / ideal", *(f"{load['elapsed'] / IDEAL_S:.1f}x" if load["ended"] == load["count"] else "-"
+                             for load in (one_io, two_io)))
+    line("  launching them took, s", *(f"{load['launched_s']:.1f}" for load in (one_io, two_io)))
+    line("  sessions running at once, peak", *(str(load["peaks"]["running"]) for load in (one_io, two_io)),
+         "", f"all {IO_SESSIONS}")
+    workers = two_io["peaks"]["groups"]["workers"]
+    line("  PostgreSQL connections, workers' peak", *(str(load["peaks"]["groups"]["workers"])
+                                                      for load in (one_io, two_io)),
+         "", f"<= {GOAL_CONNECTIONS}: {goal(workers <= GOAL_CONNECTIONS)}")
+    line("  PostgreSQL connections, all, peak", *(str(load["peaks"]["connections"]) for load in (one_io, two_io)))
+    p95 = [latency(load, 0.95) for load in (one_io, two_io)]
+    line("  commit -> browser p50, ms", *(f"{latency(load, 0.5):,.0f}" for load in (one_io, two_io)))
+    line("  commit -> browser p95, ms", *(f"{value:,.0f}" for value in p95), "",
+         f"<= {GOAL_P95_MS:g} on 2 workers: {goal(p95[1] <= GOAL_P95_MS)}")
+    memory = figures["memory"]
+    per_run = f"{memory['per_run'] / 1024:,.0f} KiB" if memory["per_run"] is not None else "-"
+    line(f"memory per waiting run ({memory['waiting']} waiting)", per_run, "", "",
+         f"(idle {memory['idle'] / 2 ** 20:,.0f} MiB, waiting {memory['held'] / 2 ** 20:,.0f} MiB)")
+    stops = sorted(s * 1000 for s in figures["stops"])
+    if stops:
+        line("stop, this process -> a worker's run, ms", f"{statistics.median(stops):.0f} p50",
+             f"{percentile(stops, 0.95):.0f} p95", "", f"(n={len(stops)} of {STOP_TRIALS}, 2 workers)")
+    else:
+        line("stop, this process -> a worker's run, ms", "-", "-", "", f"(none of {STOP_TRIALS} trials ended)")
+    print()
+    for key, load in figures.items():
+        if key.startswith(("cpu", "io")):
+            print(f"{key}: {load['ended']}/{load['count']} ended in {load['elapsed']:.1f} s; "
+                  f"{dict(load['statuses'])}; by worker {dict(load['by_worker'])}; "
+                  f"connections by process {load['peaks']['by_label']}"
+                  + (live_text(load["live"]) if load["live"] else ""))
+
+
+def per_call_us(load: dict) -> str:
+    seconds = load["cpu"]["seconds"]
+    return "-" if seconds is None or not load["calls"] else f"{seconds / load['calls'] * 1e6:,.0f}"
+
+
+def cores_text(load: dict) -> str:
+    cpu = load["cpu"]
+    if cpu["cores"] is None or cpu["machine_busy"] is None:
+        return "-"
+    return f"{cpu['cores']:.2f} / {cpu['machine_busy'] * cpu['machine_cores']:.2f}"
+
+
+def wall_text(load: dict) -> str:
+    if load["ended"] == load["count"]:
+        return f"{load['elapsed']:.1f}"
+    return f">{load['elapsed']:.0f} ({load['ended']} ended)"
+
+
+def latency(load: dict, fraction: float) -> float:
+    values = load["live"]["latencies_ms"]
+    return percentile(values, fraction) if values else float("nan")
+
+
+def live_text(live: dict) -> str:
+    failures = f", {len(live['failures'])} failed (first: {live['failures'][0]})" if live["failures"] else ""
+    return (f"; {live['clients']} websocket clients, {len(live['latencies_ms'])} node changes received, "
+            f"{live['reconnections']} reconnections, {live['still_open']} still open at the end{failures}")
+
+
+def measure(bench: Bench) -> dict:
+    """Every figure, one worker's first: its memory (before a load grows its heap), then the loads."""
+    figures = {}
+    worker = bench.add_worker()
+    progress("one worker ready")
+    figures["memory"] = bench.memory_per_waiting_run(worker)
+    figures["cpu-1"] = bench.run_load(CPU_SESSIONS, CPU_LOAD, CPU_DEADLINE_S)
+    progress("CPU-bound load on one worker done")
+    figures["io-1"] = bench.run_load(IO_SESSIONS, IO_LOAD, IO_DEADLINE_S, watch=True)
+    progress("I/O-bound load on one worker done")
+    bench.add_worker()
+    progress("two workers ready")
+    figures["cpu-2"] = bench.run_load(CPU_SESSIONS, CPU_LOAD, CPU_DEADLINE_S)
+    progress("CPU-bound load on two workers done")
+    figures["io-2"] = bench.run_load(IO_SESSIONS, IO_LOAD, IO_DEADLINE_S, watch=True)
+    progress("I/O-bound load on two workers done")
+    random.seed(12)
+    figures["stops"] = bench.stop_latency()
+    return figures
+
+
+STARTED = time.monotonic()
+
+
+def progress(what: str) -> None:
+    print(f"  [{time.monotonic() - STARTED:5.0f} s] {what}", flush=True)
 
 
 def main() -> None:
-    missing = services_missing()
+    missing = redis_missing()
     if missing:
         print(f"bench_scaled: not run: {missing}")
         return
-    done = subprocess.run([sys.executable, __file__, "--embedded"], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, **WORKLOAD}, timeout=600)
-    if done.returncode != 0:
-        raise RuntimeError(f"the embedded run failed:\n{done.stderr[-3000:]}")
-    embedded_figures = json.loads(done.stdout.strip().splitlines()[-1])
-
-    import psycopg
-    scratch_db = f"bench_scaled_{os.getpid()}"
-    base = PG_URL.rsplit("/", 1)[0]
-    with psycopg.connect(PG_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{scratch_db}"')
-    log_dir = tempfile.mkdtemp(prefix="bench-scaled-workers-")
-    env = {**os.environ, **WORKLOAD, "DATABASE_URL": f"{base}/{scratch_db}", "REDIS_URL": REDIS_URL,
-           "CELERY_BROKER_URL": REDIS_URL, "OPENPROGRAM_EXECUTOR": "celery", "OPENPROGRAM_VAR_DIR": log_dir,
-           "OPENPROGRAM_CELERY_QUEUE": f"bench-{os.getpid()}"}
-    workers: list = []
-    try:
+    with scratch_database(DATABASE_PREFIX) as database_url:
+        if database_url is None:
+            return
+        log_dir = Path(tempfile.mkdtemp(prefix="bench-scaled-"))
+        env = {**os.environ, **WORKLOAD, "DATABASE_URL": database_url, "REDIS_URL": REDIS_URL,
+               "CELERY_BROKER_URL": REDIS_URL, "OPENPROGRAM_EXECUTOR": "celery", "OPENPROGRAM_VAR_DIR": str(log_dir),
+               "OPENPROGRAM_CELERY_QUEUE": f"bench-scaled-{os.getpid()}"}
         setup_django(env)
-        from django.conf import settings
-        from django.db import connection
+        from django.db import connections
 
-        from dag.conf import conf
-        user = owner()
-        print(f"I/O-bound sessions ({CALLS} model calls of {0.1:g} s each), {THREADS} threads per process, "
-              f"{os.cpu_count()} CPUs")
-        row("embedded (SQLite, in-process)", embedded_figures)
-        workers.append(start_worker(env, "bench-1", log_dir))
-        workload(user, THREADS)  # warm-up
-        one = workload(user)
-        row("1 Celery worker (PostgreSQL)", one)
-        workers.append(start_worker(env, "bench-2", log_dir))
-        workload(user, 2 * THREADS)
-        two = workload(user)
-        row("2 Celery workers (PostgreSQL)", two)
-        print(f"{'two workers / one':<34} {two['sessions_s'] / one['sessions_s']:8.2f}x sessions/s")
-        random.seed(12)
-        latency_row("stop, web -> worker, pub/sub", stop_latency(user, STOP_TRIALS))
-        settings.OPENPROGRAM_STOP_PUBSUB = False
-        conf.reload()
-        latency_row("stop, web -> worker, poll alone", stop_latency(user, STOP_TRIALS))
-        connection.close()
-    finally:
-        stop_workers(workers)
-        with psycopg.connect(PG_URL, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{scratch_db}" WITH (FORCE)')
+        from tests.e2e.support import DaphneServer
+        server = DaphneServer({**env, "PGAPPNAME": "bench-web"}, log_dir / "bench-web.log")
+        bench = None
+        try:
+            bench = Bench(env, database_url, log_dir, server.url)
+            progress(f"web server ready, {len(bench.users)} bench users; logs in {log_dir}")
+            figures = measure(bench)
+            print_table(figures, defaults_in_use())
+        finally:
+            if bench is not None:
+                bench.close()
+            server.stop()
+            connections.close_all()
+    progress("done")
 
 
 if __name__ == "__main__":
-    embedded() if sys.argv[1:] == ["--embedded"] else main()
+    main()
