@@ -23,9 +23,11 @@ class SchemaView(SpectacularAPIView):
 
 
 class DocsView(SpectacularSwaggerSplitView):
-    """Serves its start-up script as a file (the split view), so the page works under our CSP."""
+    """Serves its start-up script as a file (the split view), so the page works under our CSP; its page
+    has a bar back into the app (templates/api/docs.html)."""
 
     permission_classes = [IsAuthenticated]
+    template_name = "api/docs.html"
 
     def options(self, request, *args, **kwargs):
         # DRF's OPTIONS answer is data, which the page's template renderer has no template for (a 500):

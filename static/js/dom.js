@@ -101,3 +101,10 @@ export function formatTime(iso) {
   if (!iso) return "";
   return new Date(iso).toLocaleTimeString([], {hour: "2-digit", minute: "2-digit", second: "2-digit"});
 }
+
+/** The date and the time ("Dec 7, 2026, 05:28:15 AM"): a session's start, which may be any day. */
+export function formatDateTime(iso) {
+  if (!iso) return "";
+  return new Date(iso).toLocaleString([], {year: "numeric", month: "short", day: "numeric", hour: "2-digit",
+    minute: "2-digit", second: "2-digit"});
+}

@@ -3,6 +3,7 @@
 // as they arrive and drawn once per frame; every figure is computed from the model, which holds every node.
 
 import {confirmAndDelete} from "./delete_sessions.js";
+import {linkedSeq, nodeIdOfSeq, showCallAddress} from "./live/call_link.js";
 import {terminalStatuses} from "./dom.js";
 import {renderDetails} from "./live/details.js";
 import {debugFlag, watchFrameGaps} from "./live/frame_gaps.js";
@@ -62,12 +63,23 @@ function select(id) {
   if (id === null || !model.nodes.has(id)) return;
   setFollow(false); // following would scroll the chosen call out of view with the next new node
   state.selectedId = id;
+  showCallAddress(model.nodes.get(id).seq);
   model.reveal(id);
   view.select(id);
   view.scrollToRow(model.rowOf(id));
   timeline.select(id);
   state.detailsDirty = true;
   schedule();
+}
+
+// The call the address points at (#call-<seq>): selected once it has arrived.
+let pendingSeq = linkedSeq();
+function selectLinkedCall() {
+  if (pendingSeq === null) return;
+  const id = nodeIdOfSeq(model.nodes, pendingSeq);
+  if (id === null) return;
+  pendingSeq = null;
+  select(id);
 }
 
 function showView(name) {
@@ -99,6 +111,8 @@ function revealNewest() {
 }
 
 function renderChip() {
+  // Nothing is out of sight in a tree that fits its box, and nothing more comes once the run has ended.
+  if (!view.canScroll() || (header.session && terminal.has(header.session.status))) state.unseen = 0;
   chip.hidden = state.follow || state.unseen === 0;
   chip.textContent = `${state.unseen} new ↓`;
 }
@@ -191,11 +205,13 @@ const stream = new SessionStream(root.dataset.wsPath, {
     showSession(message.session);
     trackLoading(message, true);
     if (state.selectedId !== null) state.detailsDirty = true;
+    selectLinkedCall();
     schedule();
   },
   onSnapshotMore(message) {
     for (const node of message.nodes) applyNode(node, state.snapshotFollows);
     trackLoading(message, false);
+    selectLinkedCall();
     schedule();
   },
   onChanges(items) {
@@ -203,6 +219,7 @@ const stream = new SessionStream(root.dataset.wsPath, {
       if (item.type === "node") applyNode(item.node);
       else if (item.type === "session") showSession(item.session);
     }
+    selectLinkedCall();
     schedule();
   },
   onState(connection, detail) {
@@ -223,6 +240,10 @@ chip.addEventListener("click", () => setFollow(true));
 find("expand-all").addEventListener("click", () => { model.expandAll(); schedule(); });
 find("collapse-all").addEventListener("click", () => { model.collapseAll(); setFollow(false); schedule(); });
 window.addEventListener("resize", schedule);
+window.addEventListener("hashchange", () => {
+  pendingSeq = linkedSeq();
+  selectLinkedCall();
+});
 find("show-tree").addEventListener("click", () => showView("tree"));
 find("show-timeline").addEventListener("click", () => showView("timeline"));
 find("zoom-in").addEventListener("click", () => timeline.zoom(0.5));

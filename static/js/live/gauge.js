@@ -1,4 +1,4 @@
-// The recursion gauge: the deepest nesting so far and, for the function nearest the per-name ceiling,
+// The recursion gauge: the deepest call so far (its depth) and, for the function nearest the per-name ceiling,
 // its nesting against that ceiling; refused calls and budget breaches are counted and linked.
 
 import {clear, el, refusedByBudget} from "../dom.js";
@@ -43,7 +43,8 @@ export function renderGauge(box, stats, {ceiling, onSelect}) {
   }
   box.append(
     el("div", {class: "gauge-figure"},
-      el("span", {class: "gauge-label", text: "Deepest nesting"}),
+      el("span", {class: "gauge-label", text: "Call depth",
+        title: "How deep the deepest call is nested from the run's entry call (level 1), plain tool calls included"}),
       el("strong", {class: "gauge-value", dataset: {role: "deepest"}, text: String(stats.deepest)})),
     el("div", {class: "gauge-main"},
       el("span", {class: "gauge-label"}, "Nearest the ceiling: ",

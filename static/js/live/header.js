@@ -2,14 +2,17 @@
 // as the server reports it), timing, the stop button, the budget and its spend, and the run's outcome.
 
 import {stopSession} from "../api.js";
-import {clear, el, elapsedMs, formatDuration, formatTime, formatUsd, pretty} from "../dom.js";
+import {clear, el, elapsedMs, formatDateTime, formatDuration, formatUsd, pretty} from "../dom.js";
 
 // The limit each spend figure is measured against (runtime.budget's snapshot shape), and how to write both.
 const BUDGET_DIMENSIONS = [
-  ["depth", "max_depth", "depth"], ["llm_calls", "max_llm_calls", "model calls"],
-  ["tokens", "max_tokens", "tokens"], ["elapsed_s", "timeout_s", "seconds"],
+  ["depth", "max_depth", "agentic depth"], ["llm_calls", "max_llm_calls", "model calls"],
+  ["tokens", "max_tokens", "tokens"], ["elapsed_s", "timeout_s", "time", (seconds) => formatDuration(Math.round(seconds * 1000))],
   ["cost_usd", "max_cost_usd", "cost", formatUsd],
 ];
+// Why the budget's depth and the gauge's call depth differ (runtime/budget.py counts only agentic frames).
+const BUDGET_DEPTH_NOTE = "Agentic depth counts agentic calls from the function that set the budget (level 1); " +
+  "the gauge's call depth counts every call from the run's entry, plain tools included.";
 
 export class SessionHeader {
   constructor(root, stopUrl, terminal) {
@@ -87,7 +90,7 @@ export class SessionHeader {
       this.stopButton.disabled = this.stopPending || phase === "cancelling";
       this.stopButton.textContent = phase === "cancelling" ? "Cancelling…" : this.stopPending ? "Stopping…" : "Stop";
     }
-    const parts = [`started ${formatTime(session.started_at || session.created_at)}`];
+    const parts = [`started ${formatDateTime(session.started_at || session.created_at)}`];
     const duration = elapsedMs(session.started_at, session.finished_at);
     if (duration !== null) parts.push(terminal ? `took ${formatDuration(duration)}` : `running for ${formatDuration(duration)}`);
     if (session.model) parts.push(session.model);
@@ -115,6 +118,9 @@ export class SessionHeader {
       const over = used >= limits[limit];
       this.budget.append(el("span", {class: `budget-item${over ? " over" : ""}`, dataset: {dimension: spent},
         text: `${label} ${format(used)} / ${format(limits[limit])}`}));
+    }
+    if (limits.max_depth !== null && limits.max_depth !== undefined) {
+      this.budget.append(el("span", {class: "budget-note muted small", dataset: {role: "budget-depth-note"}, text: BUDGET_DEPTH_NOTE}));
     }
     // A money limit cannot count calls of unknown cost: say so rather than show a spend that looks whole.
     const unpriced = spend?.unpriced_calls;

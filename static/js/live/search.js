@@ -1,7 +1,7 @@
 // Search over every call the page holds (the model, not the DOM: the tree draws only the rows in view,
 // so the browser's own find cannot see the rest). A call matches when its name, arguments, output or
 // error contain the query, case-insensitively. Matches are in call order (depth first, as the tree
-// and the timeline list them); "Jump to error" finds the first call that failed or was refused.
+// and the timeline list them); "Jump to error" finds the call where the first failure started.
 
 export class CallSearch {
   constructor(model) {
@@ -60,13 +60,24 @@ export class CallSearch {
     return `${(this.current + 1).toLocaleString("en-US")} of ${this.matches.length.toLocaleString("en-US")}`;
   }
 
-  /** The first call in call order that ended in an error or was refused, or null. */
+  /** Where the first failure started: the first call in call order that ended in an error or was
+   * refused with no such call under it (a caller that failed because a nested call did is a symptom),
+   * or null. */
   firstProblem() {
+    let cause = null;
     for (const id of this.model.callOrder()) {
-      const status = this.model.nodes.get(id).status;
-      if (status === "error" || status === "refused") return id;
+      const node = this.model.nodes.get(id);
+      if (cause !== null && !this.isUnder(node, cause)) break; // past the first failure's subtree
+      if (node.status === "error" || node.status === "refused") cause = id;
     }
-    return null;
+    return cause;
+  }
+
+  isUnder(node, ancestorId) {
+    for (let parent = node.parent; parent !== null && parent !== undefined; parent = this.model.nodes.get(parent)?.parent) {
+      if (parent === ancestorId) return true;
+    }
+    return false;
   }
 }
 

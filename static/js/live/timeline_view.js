@@ -145,6 +145,7 @@ export class TimelineView {
       track.append(el("span", {class: `tl-tick${i === ticks ? " last" : ""}`, style: `left: ${(i * 100) / ticks}%`,
         text: formatDuration(Math.max(0, Math.round(at - origin)))}));
     }
+    hideCrowdedLabels(track);
     this.options.onRangeChange?.(this.range ? `${formatDuration(Math.round(from - origin))} – ` +
       `${formatDuration(Math.round(to - origin))}` : "");
   }
@@ -234,5 +235,19 @@ export class TimelineView {
     this.render();
     scrollRowIntoView(this.scroller, this.indexOf.get(id) ?? -1, BAR_ROW_HEIGHT);
     this.render();
+  }
+}
+
+/** Long labels ("1 m 39 s") in a narrow track would run into the next one ("199 m232 ms"): from the last,
+ * which is always shown, each label that would touch the one after it keeps its tick line but not its text. */
+function hideCrowdedLabels(track) {
+  const GAP_PX = 6;
+  if (!track.clientWidth) return; // hidden (the tree is shown): measured when the timeline is drawn
+  let nextLeft = Infinity;
+  for (const tick of [...track.children].reverse()) {
+    const box = tick.getBoundingClientRect();
+    const crowded = box.right > nextLeft - GAP_PX;
+    tick.classList.toggle("is-crowded", crowded);
+    if (!crowded) nextLeft = box.left;
   }
 }

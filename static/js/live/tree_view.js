@@ -24,14 +24,15 @@ export class TreeView {
     scroller.addEventListener("scroll", () => this.render());
     canvas.addEventListener("click", (event) => this.onClick(event));
     scroller.addEventListener("keydown", (event) => this.onKey(event));
+    // A wheel or a swipe over a tree that fits its box moves nothing: following goes on.
     for (const type of ["wheel", "touchmove"]) {
-      scroller.addEventListener(type, () => options.onUserScroll(), {passive: true});
+      scroller.addEventListener(type, () => { if (this.canScroll()) options.onUserScroll(); }, {passive: true});
     }
     // A press on the scroll bar itself (the target is the scroller, not a row) is a scroll too. A press
     // on a row stops following before its release: rows scrolling under the pointer in between (a fast
     // run, followed) would make the click land on the canvas, on no row, and be lost.
     scroller.addEventListener("pointerdown", (event) => {
-      if (event.target === scroller || event.target.closest(".row")) options.onUserScroll();
+      if ((event.target === scroller && this.canScroll()) || event.target.closest(".row")) options.onUserScroll();
     });
   }
 
@@ -86,7 +87,7 @@ export class TreeView {
   }
 
   draw(row, index) {
-    const style = `transform: translateY(${index * ROW_HEIGHT}px); padding-left: ${0.6 + row.level * 1.15}rem`;
+    const style = `transform: translateY(${index * ROW_HEIGHT}px); padding-left: calc(.6rem + ${row.level} * var(--tree-indent))`;
     return row.type === "group" ? this.drawGroup(row, style) : this.drawNode(row, style);
   }
 
@@ -182,6 +183,11 @@ export class TreeView {
   select(id) {
     this.selectedId = id;
     this.render();
+  }
+
+  /** Whether the tree is taller than its box, so that a wheel or a drag can move it. */
+  canScroll() {
+    return this.scroller.scrollHeight > this.scroller.clientHeight;
   }
 
   /** Scroll so that row `index` is in view (no movement if it already is). */

@@ -46,3 +46,9 @@ def test_a_text_areas_crlf_line_breaks_reach_the_function_as_newlines(logged_in,
     assert answer.status_code == 302, answer.content.decode()[:2000]
     session = wait_for_end(Session.objects.get())
     assert session.status == "completed" and session.args["question"] == "line one\nline two" and session.result["question"] == "line one\nline two"
+
+
+def test_the_api_docs_page_has_a_way_back_into_the_app(logged_in):
+    html = logged_in.get("/api/docs/").content.decode()
+    assert 'id="swagger-ui"' in html  # still Swagger UI's page
+    assert '<a href="/" data-role="back-to-app">← Functions</a>' in html and 'href="/sessions/"' in html
