@@ -272,7 +272,7 @@ def print_table(figures: dict, settings_in_use: dict) -> None:
     print(f"{'':<46} {'1 worker':>12} {'2 workers':>12} {'2 / 1':>8}   goal")
 
     def line(name, one, two, ratio="", target=""):
-        print(f"{name:<46} {one:>12} {two:>12} {ratio:>8}   {target}")
+        print(f"{name:<46} {one:>12} {two:>12} {ratio:>8}   {target}".rstrip())
 
     cpu = [load["calls"] / load["elapsed"] for load in (one_cpu, two_cpu)]
     line(f"CPU-bound: recorded calls/s ({CPU_SESSIONS} sessions)", f"{cpu[0]:,.0f}", f"{cpu[1]:,.0f}",
