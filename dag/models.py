@@ -25,6 +25,10 @@ class Session(models.Model):
 
     TERMINAL = frozenset({Status.COMPLETED, Status.ERROR, Status.CANCELLED, Status.INTERRUPTED})
 
+    class Waiting(models.TextChoices):
+        AWAITING_APPROVAL = "awaiting_approval"  # a tool call waits for a person's answer
+        PAUSED = "paused"  # stopped at a boundary until resumed
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_sessions")
     function = models.CharField(max_length=200, db_index=True)
@@ -68,6 +72,13 @@ class Session(models.Model):
     forked_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks")
     forked_from_node = models.PositiveIntegerField(null=True, blank=True)  # the seq of the model call forked at
     replay_options = models.JSONField(null=True, blank=True, editable=False)
+    # Steering (dag.runs.steering): a person may answer this run's approval requests (launched attended);
+    # the pause asked for; what the run waits for now; the answers given, by the waiting node's id
+    # ({"<id>": {"approve": bool, "reason": str}}), kept so a second answer is refused.
+    attended = models.BooleanField(default=False)
+    pause_requested = models.BooleanField(default=False)
+    waiting_for = models.CharField(max_length=24, choices=Waiting.choices, blank=True, default="")
+    approval_answers = models.JSONField(default=dict, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at"]
@@ -82,11 +93,16 @@ class Session(models.Model):
 
     @property
     def phase(self) -> str:
-        """The status as shown: `cancelling` between a stop request and the run's end, else the status.
+        """The status as shown: `cancelling` between a stop request and the run's end, what a running run
+        waits for (`awaiting_approval`, `paused`), else the status.
 
         Derived here only; pages, the API and the stream show it, and the browser reads it.
         """
-        return "cancelling" if self.cancel_requested and not self.is_terminal else self.status
+        if self.cancel_requested and not self.is_terminal:
+            return "cancelling"
+        if self.waiting_for and self.status == self.Status.RUNNING:
+            return self.waiting_for
+        return self.status
 
     def as_dict(self) -> dict:
         """The JSON shape of a session in the API, the websocket stream and exports."""
@@ -99,6 +115,8 @@ class Session(models.Model):
             "result": self.result,
             "error": self.error,
             "cancel_requested": self.cancel_requested,
+            "attended": self.attended,
+            "pause_requested": self.pause_requested,
             "budget": self.budget,
             "budget_spend": self.budget_spend,
             "launch_budget": self.launch_budget,
@@ -127,6 +145,7 @@ class Node(models.Model):
         CANCELLED = "cancelled"
         REFUSED = "refused"  # turned away by the recursion guard or a budget before its body ran
         INTERRUPTED = "interrupted"
+        AWAITING_APPROVAL = "awaiting_approval"  # a tool call waiting for a person's answer before it runs
 
     TERMINAL = frozenset({Status.COMPLETED, Status.ERROR, Status.CANCELLED, Status.REFUSED, Status.INTERRUPTED})
 
@@ -139,7 +158,7 @@ class Node(models.Model):
     name = models.CharField(max_length=200)
     input = models.JSONField(null=True, blank=True)
     output = models.JSONField(null=True, blank=True)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    status = models.CharField(max_length=24, choices=Status.choices, default=Status.RUNNING)
     depth = models.PositiveIntegerField(default=1)  # nesting level of code frames, 1 for the entry call
     name_depth = models.PositiveIntegerField(default=0)  # the guard's per-name counter for this call
     expose = models.CharField(max_length=8, default="io")

@@ -8,6 +8,9 @@
   it is running inside: five nested frames; the sixth is refused by the depth ceiling (the model is
   told), the model insists, and the second refusal ends the run, six model calls in all.
 - `slow_count`: counts through child calls, a delay apart, so there is time to press Stop.
+- `careful_agent`: its model calls `publish_note`, a tool a person must approve; launched attended (the
+  app's default) the run waits for Approve or Deny, then answers with what the tool returned or with
+  the denial.
 """
 from __future__ import annotations
 
@@ -136,3 +139,25 @@ def slow_count(n: int = 10, delay_s: float = 0.5) -> int:
     for i in range(1, n + 1):
         count = count_step(i, delay_s)
     return count
+
+
+# --- a tool a person must approve ------------------------------------------------------------------
+
+PUBLISHED: list[str] = []  # the notes published in this process, newest last
+CAREFUL_PREFIX = "Publish a note: "
+
+
+@function(requires_approval=True)
+def publish_note(text: str) -> str:
+    """Publish a note for everyone to read (it cannot be taken back, so a person approves each one)."""
+    PUBLISHED.append(text)
+    return f"published: {text}"
+
+
+@agentic_function(input={
+    "task": {"description": "What the note should say.", "placeholder": "The build is green again"},
+})
+def careful_agent(task: str, runtime=None) -> str:
+    """Publish a note about the task, with a person's approval: the model calls `publish_note` once, the
+    run waits for Approve or Deny, and the answer quotes what the tool returned or the denial."""
+    return runtime.exec(f"{CAREFUL_PREFIX}{task}", tools=[publish_note])

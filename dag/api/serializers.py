@@ -210,6 +210,10 @@ class LaunchSerializer(serializers.Serializer):
                            help_text="The model to run on, e.g. \"sim\", \"sim:naive\", "
                                      "\"openai:gpt-4o-mini\" (default: the server's); "
                                      "GET /api/models/ lists what this server offers.")
+    unattended = serializers.BooleanField(
+        required=False, default=False,
+        help_text="true: no one attends the run, so tools that need a person's approval are not offered to "
+                  "its models. Default false: such calls wait for an answer (GET /api/sessions/{id}/approvals/).")
 
 
 class LaunchErrorSerializer(serializers.Serializer):

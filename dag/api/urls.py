@@ -3,7 +3,7 @@ and JSON answers where Django's would be HTML (see `errors`)."""
 from django.urls import path, re_path
 from rest_framework.routers import SimpleRouter
 
-from . import debugging
+from . import debugging, steering
 from .errors import NoSuchEndpoint, guarded
 from .index import ApiIndexView
 from .schema_views import DocsView, SchemaView
@@ -21,8 +21,14 @@ DEBUGGING = [
     path("sessions/<str:id>/replay/", debugging.ReplayView.as_view(), name="session-replay"),
     path("sessions/<str:id>/fork/", debugging.ForkView.as_view(), name="session-fork"),
 ]
+STEERING = [
+    path("sessions/<str:id>/approvals/", steering.ApprovalsView.as_view(), name="session-approvals"),
+    path("sessions/<str:id>/approvals/<int:seq>/", steering.ApprovalAnswerView.as_view(), name="session-approval"),
+    path("sessions/<str:id>/pause/", steering.PauseView.as_view(), name="session-pause"),
+    path("sessions/<str:id>/resume/", steering.ResumeView.as_view(), name="session-resume"),
+]
 
-urlpatterns = guarded([path("", ApiIndexView.as_view(), name="api-index")] + DEBUGGING + router.urls + [
+urlpatterns = guarded([path("", ApiIndexView.as_view(), name="api-index")] + DEBUGGING + STEERING + router.urls + [
     path("token/", TokenView.as_view(), name="api-token"),
     path("token/rotate/", TokenRotateView.as_view(), name="api-token-rotate"),
     path("schema/", SchemaView.as_view(), name="schema"),

@@ -164,7 +164,8 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         shape.is_valid(raise_exception=True)
         try:
             session = launch(request.user, shape.validated_data["function"], shape.validated_data["args"],
-                             shape.validated_data["budget"], shape.validated_data["model"])
+                             shape.validated_data["budget"], shape.validated_data["model"],
+                             unattended=shape.validated_data["unattended"])
         except LaunchLimited as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS)
         except LaunchRejected as exc:

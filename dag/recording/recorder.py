@@ -16,6 +16,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any, Optional
 
+from runtime.approval import take_approved
 from runtime.context import Frame
 from runtime.recorder import Recorder
 from runtime.tracebacks import user_traceback
@@ -69,6 +70,8 @@ class DjangoRecorder(Recorder):
         self.lease = lease
         # Nodes this recorder opened and has not closed yet, by id: their state for the backfill.
         self._open: dict[int, Node] = {}
+        # Nodes of calls waiting for a person's approval, by id, until approved (then open) or ended.
+        self._awaiting: dict[int, Node] = {}
         self._writes = write_path.RunWrites(self.session_id, lease)
         self._offload = LoopOffload()
         self._off_loop = self._offload.run
@@ -89,6 +92,13 @@ class DjangoRecorder(Recorder):
     # -- code nodes ------------------------------------------------------------------------------
 
     def function_entered(self, frame: Frame) -> None:
+        approved = take_approved(frame)
+        if approved is not None and approved.node in self._awaiting:
+            node = self._awaiting.pop(approved.node)  # the node that waited for the approval runs now
+            self._end_waiting(node, status=Node.Status.RUNNING, started_at=clock.now())
+            self._open[node.id] = node
+            frame.node = node.id
+            return
         node = self._off_loop(self._create, frame, Node.Status.RUNNING, "", clock.now(), None)
         self._open[node.id] = node
         frame.node = node.id
@@ -111,13 +121,36 @@ class DjangoRecorder(Recorder):
 
     def _create(self, frame: Frame, status: str, error: str, started: datetime,
                 finished: Optional[datetime], refusal: str = "") -> Node:
+        return self._writes.create(status=status, error=error, refusal=refusal, started_at=started,
+                                   finished_at=finished, **self._code_fields(frame))
+
+    @staticmethod
+    def _code_fields(frame: Frame) -> dict:
+        """The fields of a code node that its call's frame gives."""
         parent = recorded_ancestor(frame.parent)
-        return self._writes.create(
-            kind=Node.Kind.CODE, name=frame.name, status=status,
-            parent_id=parent.node if parent is not None else None,
-            input=recorded_arguments(frame), output=None, doc=frame.doc, depth=frame.depth,
-            name_depth=frame.name_depth, expose=frame.expose, render_range=frame.render_range,
-            error=error, refusal=refusal, started_at=started, finished_at=finished)
+        return dict(kind=Node.Kind.CODE, name=frame.name, parent_id=parent.node if parent is not None else None,
+                    input=recorded_arguments(frame), output=None, doc=frame.doc, depth=frame.depth,
+                    name_depth=frame.name_depth, expose=frame.expose, render_range=frame.render_range)
+
+    # -- calls waiting for a person's approval (runtime.approval) --------------------------------
+
+    def approval_requested(self, frame: Frame) -> None:
+        self.flush()  # its parent's row first: the waiting node is written at once, for a person to see
+        node = self._off_loop(write_path.borrowed, f"session {self.session_id}'s approval request", partial(
+            write_path.create_awaiting_node, self.session_id, lease=self.lease, started_at=clock.now(),
+            **self._code_fields(frame)))
+        self._awaiting[node.id] = node
+        frame.node = node.id
+
+    def approval_ended(self, frame: Frame, status: str, error: BaseException) -> None:
+        node = self._awaiting.pop(frame.node, None)
+        if node is not None:
+            refusal = str(getattr(error, "refusal", "") or "")
+            self._end_waiting(node, status=status, error=error_text(error), refusal=refusal)
+
+    def _end_waiting(self, node: Node, **fields: Any) -> None:
+        self._off_loop(write_path.borrowed, f"session {self.session_id}'s approval answer", partial(
+            write_path.end_awaiting_node, node, lease=self.lease, **fields))
 
     # -- llm nodes -------------------------------------------------------------------------------
 

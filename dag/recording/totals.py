@@ -28,14 +28,15 @@ from ..models import Node, Session, duration_ms
 
 def empty_totals() -> dict:
     return {"counts": {}, "usage": {"llm_calls": 0, "input_tokens": 0, "output_tokens": 0},
-            "refusals": {"depth": 0, "budget": 0, "loop": 0}, "cost_usd": 0.0, "cost_unknown_calls": 0}
+            "refusals": {"depth": 0, "budget": 0, "loop": 0, "denied": 0}, "cost_usd": 0.0, "cost_unknown_calls": 0}
 
 
 def refusal_kind(refusal: str) -> str:
-    """How a warning counts a refused node: "budget" ("budget:<dimension>"), "loop", or "depth"."""
+    """How a warning counts a refused node: "budget" ("budget:<dimension>"), "loop", "denied" (a person
+    said no to a tool call), or "depth"."""
     if refusal.startswith("budget:"):
         return "budget"
-    return "loop" if refusal == "loop" else "depth"
+    return refusal if refusal in ("loop", "denied") else "depth"
 
 
 def known_cost_sum():

@@ -115,11 +115,14 @@ def argument_problems(tool, args) -> dict:
 
 
 def create_session(owner, function: str, args, budget: dict | None = None, model: str | None = None,
-                   origin: dict | None = None) -> Session:
+                   origin: dict | None = None, *, unattended: bool = False) -> Session:
     """A queued session for `function(**args)` owned by `owner`, run under `budget` (see `launch_budget`)
     on `model` (see `model_choice`; None: the server's), or LaunchRejected saying what is wrong
     (LaunchLimited when `owner` is over a per-user limit). `origin`: the session fields of a replay or a
-    fork (`dag.runs.rerun`)."""
+    fork (`dag.runs.rerun`). Attended (a person answers its approval requests, `dag.runs.steering`)
+    unless `unattended`: then tools that need approval are not offered to its models."""
+    if not isinstance(unattended, bool):
+        raise LaunchRejected({"unattended": [f"must be true or false, got {unattended!r}"]})
     if not isinstance(function, str) or not function:
         raise LaunchRejected({"function": ["give the name of a function to run"]})
     try:
@@ -144,7 +147,7 @@ def create_session(owner, function: str, args, budget: dict | None = None, model
     if over_storage:
         raise LaunchLimited(over_storage)
     return write_path.queue_session(owner, admit=lambda: _admit_another_run(owner), function=function, args=args,
-                                    model=model, launch_budget=budget, **(origin or {}))
+                                    model=model, launch_budget=budget, attended=not unattended, **(origin or {}))
 
 
 def _admit_another_run(owner) -> None:
@@ -157,9 +160,9 @@ def _admit_another_run(owner) -> None:
 
 
 def launch(owner, function: str, args, budget: dict | None = None, model: str | None = None,
-           origin: dict | None = None) -> Session:
+           origin: dict | None = None, *, unattended: bool = False) -> Session:
     """Create the session and submit it to the configured executor (after the row is committed)."""
     executor = get_executor()  # first: a misconfigured executor must not leave a session queued forever
-    session = create_session(owner, function, args, budget, model, origin)
+    session = create_session(owner, function, args, budget, model, origin, unattended=unattended)
     executor.submit(session.pk)
     return session

@@ -17,7 +17,7 @@ from runtime import CancelledError, create_runtime, use_recorder, use_runtime
 from ..models import Session
 from ..recording import write_path
 from ..recording.recorder import DjangoRecorder, error_text
-from . import catalog, launch_budget, leases, reaper, replay_source, stop
+from . import catalog, launch_budget, leases, reaper, replay_source, steering, stop
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,8 @@ def run_session(session_id) -> None:
     status, result, error = Session.Status.COMPLETED, None, ""
     leaving: BaseException | None = None
     recorder = DjangoRecorder(session, lease=lease)
-    with leases.held(session_id), stop.watch(session_id) as signal, use_recorder(recorder), \
+    with leases.held(session_id), stop.watch(session_id) as signal, \
+            steering.attending(session, lease, signal, model_runtime), use_recorder(recorder), \
             use_runtime(model_runtime):
         try:
             with launch_budget.opened(session.launch_budget):

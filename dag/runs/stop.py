@@ -10,6 +10,9 @@ finds the flag anyway. A run that does not end within `conf.CANCEL_DEADLINE_S` o
 `cancelled` by `finish_overdue_cancellations`, which the reaper calls. The pre-invocation hook itself only reads that event, so it adds no
 database query to a call (and works inside async functions, where the ORM may not be used).
 
+The watcher and the listener carry steering too (`dag.runs.steering`): `read_also` adds a reader the
+watcher calls on each poll, `listen_also` a channel the listener wakes it for.
+
 Hooks are process-global, so the hook acts only on a call made in a run's own context: `watch()` puts the
 run's StopSignal in a ContextVar that its calls (and the threads and tasks they copy context into) see.
 The hook is installed while at least one run is watched, and removed when the last one ends.
@@ -22,7 +25,7 @@ import time
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import timedelta
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -125,23 +128,46 @@ def watch(session_id) -> Iterator[StopSignal]:
                 remove_pre_invocation_hook(_stop_hook)
 
 
+# What else the watcher reads for the runs of this process on each poll, after their stop flags: each
+# reader gets the ids of the runs watched here (dag.runs.steering reads answers and pauses).
+_readers: list[Callable[[list[str]], None]] = []
+# Set to make the watcher poll now instead of at the end of its pause (a wake-up for a reader).
+_poll_now = threading.Event()
+
+
+def read_also(reader: Callable[[list[str]], None]) -> None:
+    """Have the watcher call `reader(session ids)` on each poll, in its thread and with its connection."""
+    if reader not in _readers:
+        _readers.append(reader)
+
+
+def poll_now() -> None:
+    """Make the watcher poll at once (a reader's wake-up: something it reads has changed)."""
+    _poll_now.set()
+
+
 def _watch_flags() -> None:
-    """Signal this process's runs whose stop was requested elsewhere; exits when none is active."""
+    """Signal this process's runs whose stop was requested elsewhere, and call the other readers; exits
+    when no run is active."""
     try:
         while True:
-            time.sleep(conf.pause_s("STOP_POLL_S"))
+            _poll_now.wait(conf.pause_s("STOP_POLL_S"))
+            _poll_now.clear()
             with _active_lock:
                 pending = {sid: sig for sid, sig in _active.items() if not sig.is_set}
+                watched = list(_active)
                 if not _active:
                     _watcher.forget()
                     return
-            if not pending:
-                continue
             try:
                 # One connection for the watcher's life (not one per poll); dropped only on a failure.
-                stopped = Session.objects.filter(pk__in=list(pending), cancel_requested=True).values_list("pk", flat=True)
-                for session_id in stopped:
-                    pending[str(session_id)].set(STOPPED)
+                if pending:
+                    stopped = Session.objects.filter(pk__in=list(pending), cancel_requested=True).values_list(
+                        "pk", flat=True)
+                    for session_id in stopped:
+                        pending[str(session_id)].set(STOPPED)
+                for reader in _readers:
+                    reader(watched)
             except Exception:  # a database hiccup must not end the watcher; the next poll reconnects
                 log.exception("stop watcher could not read cancel flags")
                 connection.close()
@@ -151,17 +177,23 @@ def _watch_flags() -> None:
 
 def publish_stop(session_id) -> None:
     """Once the current transaction commits, wake the process running the session (if pub/sub is on)."""
+    publish_wakeup(STOP_CHANNEL, session_id)
+
+
+def publish_wakeup(channel: str, session_id) -> None:
+    """Once the current transaction commits, publish the session's id on `channel` (one `listen_also`
+    names) if pub/sub is on: a wake-up only, the change it announces is in the database."""
     if conf.STOP_PUBSUB and conf.REDIS_URL:
         url, key = conf.REDIS_URL, str(session_id)
-        transaction.on_commit(lambda: _publish(url, key))
+        transaction.on_commit(lambda: _publish(url, channel, key))
 
 
-def _publish(url: str, session_id: str) -> None:
+def _publish(url: str, channel: str, session_id: str) -> None:
     try:
-        _publisher(url).publish(STOP_CHANNEL, session_id)
-    except Exception as exc:  # the stop is persisted; the run's process finds it by its poll
-        log.warning("stop of session %s not published on Redis (%s); its run finds it by polling the "
-                    "database", session_id, exc)
+        _publisher(url).publish(channel, session_id)
+    except Exception as exc:  # the change is persisted; the run's process finds it by its poll
+        log.warning("wake-up %s of session %s not published on Redis (%s); its run finds it by polling "
+                    "the database", channel, session_id, exc)
 
 
 _publishers: dict = {}
@@ -194,15 +226,17 @@ def _listen(url: str) -> None:
             client = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=None,
                                           health_check_interval=15)
             pubsub = client.pubsub(ignore_subscribe_messages=True)
-            pubsub.subscribe(STOP_CHANNEL)
+            for channel in _wakeups:
+                pubsub.subscribe(channel)
             if down_since is not None:
                 log.info("stop wake-ups from Redis back after %.1f s", time.monotonic() - down_since)
                 down_since = None
             while True:
                 message = pubsub.get_message(timeout=1.0)
                 if message and message.get("type") == "message":
-                    data = message["data"]
-                    signal_local(data.decode() if isinstance(data, bytes) else str(data))
+                    channel, data = (part.decode() if isinstance(part, bytes) else str(part)
+                                     for part in (message.get("channel", STOP_CHANNEL), message["data"]))
+                    _wakeups.get(channel, signal_local)(data)
         except Exception as exc:
             if down_since is None:
                 down_since = time.monotonic()
@@ -249,6 +283,16 @@ def signal_local(session_id, reason: str = STOPPED) -> bool:
         return False
     signal.set(reason)
     return True
+
+
+# The channels the listener subscribes to, each with what a message on it does with the session id.
+_wakeups: dict[str, Callable[[str], object]] = {STOP_CHANNEL: signal_local}
+
+
+def listen_also(channel: str, handler: Callable[[str], object]) -> None:
+    """Have the listener subscribe to `channel` too and call `handler(session id)` for each message (at
+    import, before the listener's first subscription)."""
+    _wakeups[channel] = handler
 
 
 def local_runs() -> list[str]:

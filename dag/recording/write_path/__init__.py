@@ -23,6 +23,8 @@ nothing, since no one can be watching it yet:
   session's open pages): `delete_sessions` (an admin's), `delete_owned_session` (an owner's, of an ended
   session), `delete_ended_sessions` (retention);
 - share links: `revoke_shares` (every link of a session at once);
+- steering (`steering`): a person's `answer_approval` and `request_pause`; the run's
+  `create_awaiting_node`, `end_awaiting_node` (a call waiting for approval) and `set_paused`;
 - import: `insert_imported_session`.
 
 A run's own database work (its claim, its reads, its end) goes through `borrowed`: a connection taken for
@@ -41,12 +43,15 @@ from .nodes import close_open_nodes, create_node, finish_node
 from .revision import WriteRefused, node_message, session_message
 from .run_writes import RunWrites
 from .shares import revoke_shares
+from .steering import (AlreadyAnswered, NoSuchRequest, answer_approval, create_awaiting_node, end_awaiting_node,
+                       request_pause, set_paused)
 from .sessions import (NODE_STATUS_AT_END, STOPPED_BEFORE_START, claim_resend, claim_session, finish_session,
                        mark_sent, queue_session, record_stop_request, set_session_status, update_session)
 
-__all__ = ["DatabaseUnreachable", "NODE_STATUS_AT_END", "RunWrites", "STOPPED_BEFORE_START", "SessionStillActive",
-           "WriteRefused", "borrowed", "claim_resend", "claim_session", "close_open_nodes", "create_node",
-           "delete_ended_sessions", "delete_owned_session", "delete_sessions", "end_expired_lease",
-           "finish_node", "finish_session", "flush_session", "insert_imported_session", "mark_sent",
-           "node_message", "queue_session", "record_stop_request", "renew_leases", "revoke_shares",
-           "session_message", "set_session_status", "update_session"]
+__all__ = ["AlreadyAnswered", "DatabaseUnreachable", "NODE_STATUS_AT_END", "NoSuchRequest", "RunWrites",
+           "STOPPED_BEFORE_START", "SessionStillActive", "WriteRefused", "answer_approval", "borrowed",
+           "claim_resend", "claim_session", "close_open_nodes", "create_awaiting_node", "create_node",
+           "delete_ended_sessions", "delete_owned_session", "delete_sessions", "end_awaiting_node",
+           "end_expired_lease", "finish_node", "finish_session", "flush_session", "insert_imported_session",
+           "mark_sent", "node_message", "queue_session", "record_stop_request", "renew_leases", "request_pause",
+           "revoke_shares", "session_message", "set_paused", "set_session_status", "update_session"]

@@ -47,7 +47,7 @@ def test_function_detail_and_unknown_function(api, test_functions):
 
 def test_default_catalog_is_the_examples(api):
     names = {item["name"] for item in api.get("/api/functions/").json()}
-    assert names == {"wiki_agent", "research_agent", "runaway_agent", "slow_count"}
+    assert names == {"wiki_agent", "research_agent", "runaway_agent", "slow_count", "careful_agent"}
 
 
 # --- launching -------------------------------------------------------------------------------------
@@ -311,7 +311,7 @@ def test_a_session_records_the_model_it_was_launched_on(monkeypatch, user):
 def test_options_describes_the_launch_body_and_no_body_to_stop(api, user):
     launch = api.options("/api/sessions/")
     assert launch.status_code == 200
-    assert set(launch.json()["actions"]["POST"]) == {"function", "args", "budget", "model"}
+    assert set(launch.json()["actions"]["POST"]) == {"function", "args", "budget", "model", "unattended"}
     stop = api.options(f"/api/sessions/{make_session(user).pk}/stop/")
     assert stop.status_code == 200 and stop.json()["actions"]["POST"] == {}
 

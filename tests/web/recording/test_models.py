@@ -14,8 +14,8 @@ from ..dag_helpers import new_session
 
 pytestmark = pytest.mark.django_db
 
-SESSION_KEYS = {"id", "function", "args", "status", "phase", "result", "error", "cancel_requested", "budget",
-                "budget_spend", "launch_budget", "model", "rev", "node_count", "created_at", "started_at",
+SESSION_KEYS = {"id", "function", "args", "status", "phase", "result", "error", "cancel_requested", "attended",
+                "pause_requested", "budget", "budget_spend", "launch_budget", "model", "rev", "node_count", "created_at", "started_at",
                 "finished_at", "worker", "replay_of", "forked_from"}
 NODE_KEYS = {"id", "seq", "parent", "kind", "name", "status", "depth", "name_depth", "expose", "render_range",
              "doc", "input", "output", "error", "traceback", "refusal", "model", "usage", "rev", "replayed",

@@ -37,7 +37,7 @@ def test_totals_count_nodes_by_status_and_sum_model_calls_and_tokens():
     assert totals["counts"] == {"completed": 6}
     # Tokens as model_call reports them: words in the prompt and in the reply.
     assert totals["usage"] == {"llm_calls": 3, "input_tokens": 4 + 2 + 2, "output_tokens": 2 + 2 + 2}
-    assert totals["refusals"] == {"depth": 0, "budget": 0, "loop": 0}
+    assert totals["refusals"] == {"depth": 0, "budget": 0, "loop": 0, "denied": 0}
 
 
 def test_refused_calls_are_counted_by_what_refused_them():
@@ -54,7 +54,7 @@ def test_refused_calls_are_counted_by_what_refused_them():
         deep()
     totals = session_totals(session.id)
     assert totals["counts"] == {"completed": 5, "refused": 1}
-    assert totals["refusals"] == {"depth": 1, "budget": 0, "loop": 0}
+    assert totals["refusals"] == {"depth": 1, "budget": 0, "loop": 0, "denied": 0}
     assert warning_text(totals["refusals"]) == "1 refused"
 
 

@@ -10,9 +10,9 @@ from runtime import registry
 EXTRA = "tests.web.catalog_extra"
 
 
-def test_default_catalog_is_the_four_examples():
-    assert [entry.name for entry in catalog.entries()] == ["research_agent", "runaway_agent", "slow_count",
-                                                           "wiki_agent"]
+def test_default_catalog_is_the_five_examples():
+    assert [entry.name for entry in catalog.entries()] == ["careful_agent", "research_agent", "runaway_agent",
+                                                           "slow_count", "wiki_agent"]
 
 
 def test_entries_carry_label_description_and_spec():
