@@ -4,14 +4,20 @@ Arguments are read exactly like the web form reads its fields (`dag.pages.forms`
 same values and the same errors. Repeat a key for list parameters (`tags=a tags=b`). The run goes to the
 configured executor like any other launch, and the tree is drawn by polling the database, so it works
 whichever process executes the run. The exit code says how the run ended (EXIT_CODES_HELP).
+
+On a terminal the run is attended: each call of a tool that needs approval is asked about
+(`dag.live.cli_approvals`); with standard input not a terminal, or `--unattended`, such tools are not
+offered to the run's models.
 """
 from __future__ import annotations
 
 import json
 import signal
+import sys
 import threading
 import time
 from contextlib import contextmanager
+from functools import partial
 from typing import Iterator
 
 from django.contrib.auth import get_user_model
@@ -21,6 +27,7 @@ from rich.console import Console
 from rich.live import Live
 
 from dag.conf import OFF_WORDS, ON_WORDS, conf
+from dag.live.cli_approvals import ask_pending
 from dag.live.cli_tree import build_tree
 from dag.models import Node, Session
 from dag.recording.totals import session_totals, warning_text
@@ -141,6 +148,10 @@ class Command(BaseCommand):
                                  f"(any of {', '.join(FIELDS)}); they tighten the function's own budget")
         parser.add_argument("--model", help="the model to run on, one this server offers (GET /api/models/), "
                                             "e.g. sim:naive or openai:gpt-4o-mini; default: OPENPROGRAM_MODEL")
+        parser.add_argument("--unattended", action="store_true",
+                            help="no one answers here: tools that need a person's approval are not offered to the "
+                                 "run's models (the default when standard input is not a terminal; on a terminal "
+                                 "each such call is asked about)")
         parser.add_argument("--replay", metavar="SESSION_ID",
                             help="replay that session: its function and arguments again, each model call answered "
                                  "from its recorded reply (no model is called)")
@@ -173,7 +184,8 @@ class Command(BaseCommand):
         # redraw, is a stop request, never a KeyboardInterrupt that leaves the run going.
         with _ctrl_c_counted() as presses:
             try:
-                session = launch(user, entry.name, form.args, budget, model=options["model"])
+                session = launch(user, entry.name, form.args, budget, model=options["model"],
+                                 unattended=options["unattended"] or not sys.stdin.isatty())
             except LaunchRejected as exc:  # a model not offered here, or the catalog changed since the check
                 raise CommandError(f"cannot launch {entry.name}: {exc}", returncode=EXIT_BAD_INVOCATION) from None
             console = Console(file=getattr(self.stdout, "_out", self.stdout), highlight=False)
@@ -229,6 +241,7 @@ class Command(BaseCommand):
         nodes: dict[int, dict] = {}
         seen_rev = 0
         stopping = False
+        asked: set[int] = set()  # the approval requests asked about on the terminal
         latest = max(console.size.height - 4, 5)
         with Live(build_tree(session.as_dict(), nodes, latest), console=console, refresh_per_second=10,
                   transient=True) as live:
@@ -247,6 +260,10 @@ class Command(BaseCommand):
                     live.update(build_tree(session.as_dict(), nodes, latest))
                 if session.is_terminal:
                     return session, nodes
+                if session.waiting_for == Session.Waiting.AWAITING_APPROVAL and not stopping:
+                    live.stop()  # the question and the typing need the terminal's line
+                    ask_pending(session, partial(console.input, markup=False), asked, console.print)
+                    live.start()
                 time.sleep(POLL_S)
 
     def _refresh(self, session: Session) -> None:
