@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,6 +63,16 @@ def _ended(message: dict) -> bool:
     return kind == "batch" and any(_ended(item) for item in message["items"])
 
 
+def _changes(message: dict, asked: float) -> list[float]:
+    """When each node change `message` carries was made: every live one, and those of a snapshot made
+    after the client `asked` for its stream (a server slow to open it delivers them late; the earlier
+    ones a page opened later would see as they are, no latency of the live view)."""
+    if message["type"] in ("snapshot", "snapshot_more"):
+        return [moment for moment in map(changed_at, message["nodes"]) if moment >= asked]
+    items = message["items"] if message["type"] == "batch" else [message]
+    return [changed_at(item["node"]) for item in items if item["type"] == "node"]
+
+
 class Clients:
     """The clients of the watching process, on its event loop."""
 
@@ -70,6 +81,7 @@ class Clients:
         self.latencies_ms: list[float] = []
         self.failures: list[str] = []
         self.reconnections = 0
+        self.received: dict[str, int] = {}  # node changes received, by session
         self.tasks: list[asyncio.Task] = []
 
     async def results(self, timeout_s: float) -> dict:
@@ -80,7 +92,8 @@ class Clients:
             task.cancel()
         await asyncio.gather(*still_open, return_exceptions=True)  # their sockets closed
         return {"latencies_ms": sorted(self.latencies_ms), "clients": len(self.tasks),
-                "still_open": len(still_open), "reconnections": self.reconnections, "failures": self.failures}
+                "still_open": len(still_open), "reconnections": self.reconnections, "failures": self.failures,
+                "by_count": dict(sorted(Counter(self.received.get(str(task.get_name()), 0) for task in self.tasks).items()))}
 
     async def follow(self, session_id: str, cookie: str) -> None:
         """Read the session's stream to its end, reconnecting as the page does when the server closes it
@@ -95,18 +108,22 @@ class Clients:
                 return
             except (OSError, WebSocketClosed, asyncio.IncompleteReadError) as exc:
                 problem = exc
+            except (KeyError, TypeError, ValueError) as exc:  # a message not as expected: said, not retried
+                self.failures.append(f"{session_id}: a message this client cannot read: {exc!r}")
+                return
         self.failures.append(f"{session_id}: {problem!r}, {RECONNECTS} reconnections later")
 
     async def _read_to_end(self, session_id: str, cookie: str) -> None:
+        asked = time.time()
         socket_ = await WebSocket.connect(f"ws://{self.netloc}/ws/sessions/{session_id}/",
                                           cookie=f"sessionid={cookie}")
         try:
             while True:
                 message = json.loads(await socket_.recv())
                 arrived = time.time()
-                items = message["items"] if message["type"] == "batch" else [message]
-                self.latencies_ms.extend((arrived - changed_at(item["node"])) * 1000
-                                         for item in items if item["type"] == "node")
+                latencies = [(arrived - moment) * 1000 for moment in _changes(message, asked)]
+                self.latencies_ms.extend(latencies)
+                self.received[session_id] = self.received.get(session_id, 0) + len(latencies)
                 if _ended(message):
                     return
         finally:
@@ -125,7 +142,7 @@ async def serve(netloc: str) -> None:
             timeout_s = float(line[1]) if line else 0.0
             print(json.dumps(await clients.results(timeout_s)), flush=True)
             return
-        clients.tasks.append(asyncio.create_task(clients.follow(*line)))
+        clients.tasks.append(asyncio.create_task(clients.follow(*line), name=line[0]))
 
 
 if __name__ == "__main__":

@@ -341,8 +341,9 @@ def latency(load: dict, fraction: float) -> float:
 
 def live_text(live: dict) -> str:
     failures = f", {len(live['failures'])} failed (first: {live['failures'][0]})" if live["failures"] else ""
-    return (f"; {live['clients']} websocket clients, {len(live['latencies_ms'])} node changes received, "
-            f"{live['reconnections']} reconnections, {live['still_open']} still open at the end{failures}")
+    return (f"; {live['clients']} websocket clients, {len(live['latencies_ms'])} node changes received "
+            f"(clients by how many: {live['by_count']}), {live['reconnections']} reconnections, "
+            f"{live['still_open']} still open at the end{failures}")
 
 
 def measure(bench: Bench) -> dict:
