@@ -46,7 +46,7 @@ class LiveWatch:
     def results(self, timeout_s: float) -> dict:
         """Waits up to `timeout_s` for every client to see its session end, closes the rest: the latencies
         (ms, sorted), how many clients, how many were still open, how many times they reconnected, what
-        failed."""
+        failed, and how many clients received how many node changes (`by_count`)."""
         with self._lock:
             self._process.stdin.write(f"results {timeout_s}\n")
         output, _ = self._process.communicate(timeout=timeout_s + 30)
@@ -85,15 +85,17 @@ class Clients:
         self.tasks: list[asyncio.Task] = []
 
     async def results(self, timeout_s: float) -> dict:
+        """What `LiveWatch.results` returns, once every client has ended or `timeout_s` has passed."""
         if self.tasks:
             await asyncio.wait(self.tasks, timeout=timeout_s)
         still_open = [task for task in self.tasks if not task.done()]
         for task in still_open:
             task.cancel()
         await asyncio.gather(*still_open, return_exceptions=True)  # their sockets closed
+        received = Counter(self.received.get(task.get_name(), 0) for task in self.tasks)
         return {"latencies_ms": sorted(self.latencies_ms), "clients": len(self.tasks),
                 "still_open": len(still_open), "reconnections": self.reconnections, "failures": self.failures,
-                "by_count": dict(sorted(Counter(self.received.get(str(task.get_name()), 0) for task in self.tasks).items()))}
+                "by_count": dict(sorted(received.items()))}
 
     async def follow(self, session_id: str, cookie: str) -> None:
         """Read the session's stream to its end, reconnecting as the page does when the server closes it

@@ -20,8 +20,8 @@ process would and prints, side by side for one worker and for two:
 
 The per-user limit on active runs is left at its default: the sessions are launched by as many bench users
 as it takes (each within both its active-run limit and its live-socket limit). Each load has a deadline:
-past it, what ended is reported, the rest is stopped, and the bench goes on, so it ends by itself (about
-four minutes on 2 cores). Needs PostgreSQL (BENCH_PG_URL) and Redis (REDIS_URL); without them it says why
+past it, what ended is reported, the rest is stopped, and the bench goes on, so it ends by itself (in
+under four minutes on 2 cores). Needs PostgreSQL (BENCH_PG_URL) and Redis (REDIS_URL); without them it says why
 and exits 0. The scratch database is named BENCH_SCALED_DATABASE (default bench_scaled) and this process's
 id, and dropped at the end.
 """
