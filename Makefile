@@ -10,7 +10,7 @@ TEST_STAMP := $(VENV)/.requirements-test-installed
 PG_URL ?= postgres://postgres@127.0.0.1:5432/openprogram
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: setup run worker test test-tools reliability-reset test-embedded test-browser test-scaled services browser bench bench-peers clean model-server test-models
+.PHONY: setup run worker test test-tools reliability-reset test-embedded test-browser test-scaled services browser phoenix bench bench-peers clean model-server test-models
 
 # pip_install(file, log): install a pinned requirements file into the venv, pip's own errors shown, its exit kept.
 define pip_install
@@ -58,7 +58,7 @@ define run_pytest
 	  if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; fi; exit $$rc
 endef
 
-test: setup test-tools model-server services browser reliability-reset test-embedded test-browser test-scaled
+test: setup test-tools model-server services browser phoenix reliability-reset test-embedded test-browser test-scaled
 	@$(BIN)/python bin/reliability-summary
 
 # The reliability suite's figures (tests/reliability/figures.py) cover one `make test`.
@@ -101,6 +101,10 @@ services:
 
 browser:
 	@bash bin/ensure-browser
+
+# Arize Phoenix in var/phoenix-venv: the real OTLP receiver the OpenTelemetry export is tested against.
+phoenix:
+	@bash bin/ensure-phoenix
 
 # Every bench/bench_*.py in turn, bench_peers.py (the `bench-peers` table) among them. A script that fails
 # does not stop the others: the failed ones are named at the end, and make fails.

@@ -11,3 +11,7 @@ class DagConfig(AppConfig):
         from .accounts import tokens  # noqa: F401 (logging out revokes API tokens)
         from .accounts import deactivation  # noqa: F401 (deactivating a user stops their runs)
         from .live import login_check  # noqa: F401 (logging out closes the session's live sockets)
+        from .conf import conf
+        if conf.OTLP_ENDPOINT:  # only then: the OpenTelemetry SDK takes 0.15 s to import
+            from .telemetry.export import start_from_settings
+            start_from_settings()

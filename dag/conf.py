@@ -107,6 +107,11 @@ DEFAULTS: dict[str, Any] = {
     # process; "auto", a writer process for the long-lived serving processes (`make run`'s server and
     # `make worker`), a thread for everything else (management commands, scripts, the test process).
     "WRITER": "auto",
+    # An OTLP/HTTP receiver (Phoenix, Langfuse, an OpenTelemetry Collector...) every ended node is sent to
+    # as a span, one trace per session (dag.telemetry); "" sends nothing. A base URL gets /v1/traces.
+    "OTLP_ENDPOINT": "",
+    # Seconds one export to it may take before its batch is dropped (and counted in a warning).
+    "OTLP_TIMEOUT_S": 5.0,
 }
 # The smallest value each numeric setting may take (a zero poll interval would be a busy loop).
 MINIMUMS: dict[str, float] = {
@@ -114,7 +119,7 @@ MINIMUMS: dict[str, float] = {
     "WS_HEARTBEAT_S": 0.1, "MAX_LIVE_SOCKETS_PER_USER": 0, "QUEUED_RESEND_S": 1, "BROADCAST_WINDOW_S": 0, "LIST_UPDATE_S": 0, "WORKER_CONCURRENCY": 1,
     "CELERY_VISIBILITY_TIMEOUT_S": 1, "STOP_POLL_S": 0.01, "CANCEL_DEADLINE_S": 0, "WRITE_BATCH_MS": 0,
     "WRITE_BATCH_ROWS": 0, "LEASE_S": 1, "HEARTBEAT_S": 0.1, "DB_OUTAGE_S": 0, "RETENTION_DAYS": 0,
-    "SHARE_DAYS": 0.001,
+    "SHARE_DAYS": 0.001, "OTLP_TIMEOUT_S": 0.1,
 }
 _RATE = re.compile(r"^\d+/(s|sec|second|m|min|minute|h|hour|d|day)$")
 # Settings whose text has a form of its own: the check, and what to say when it fails.
@@ -124,6 +129,9 @@ FORMATS: dict[str, tuple[Any, str]] = {
                    'a rate like "10/min" (per s, min, hour or day), or "off"'),
 }
 FORMATS["ACCOUNT_LOGIN_RATE"] = FORMATS["LOGIN_RATE"]
+FORMATS["OTLP_ENDPOINT"] = (lambda text: text.startswith(("http://", "https://")),
+                            'an http:// or https:// URL of an OTLP/HTTP receiver (e.g. "http://127.0.0.1:6006"), or '
+                            'empty for none')
 # Facts derived from Django's own settings, cached and reloaded the same way: (the setting, how).
 DERIVED: dict[str, tuple[str, Any]] = {
     # The channel layer lives in this process's memory: no consumer in another process can hear it.

@@ -307,6 +307,9 @@ OPENPROGRAM_RETENTION_DAYS = os.environ.get("OPENPROGRAM_RETENTION_DAYS")
 OPENPROGRAM_SHARE_DAYS = os.environ.get("OPENPROGRAM_SHARE_DAYS")
 # Models a launch may choose beyond the simulated ones and each provider's default (see dag.conf).
 OPENPROGRAM_MODELS = os.environ.get("OPENPROGRAM_MODELS")
+# Where ended nodes are exported as OpenTelemetry spans, and how long one export may take (see dag.conf).
+OPENPROGRAM_OTLP_ENDPOINT = os.environ.get("OPENPROGRAM_OTLP_ENDPOINT")
+OPENPROGRAM_OTLP_TIMEOUT_S = os.environ.get("OPENPROGRAM_OTLP_TIMEOUT_S")
 SPECTACULAR_SETTINGS = {
     "TITLE": "OpenProgram Web API",
     "DESCRIPTION": "Launch agentic functions, read their call DAG, and stop runs.",

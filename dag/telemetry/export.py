@@ -1,0 +1,229 @@
+"""Sending the spans of ended nodes to an OTLP/HTTP receiver (OPENPROGRAM_OTLP_ENDPOINT).
+
+The forwarder listens to what the write path publishes after each commit (`dag.live.broadcast`), so a
+run never calls it: in the writer's thread it only keeps the published list. Its own thread, every
+SEND_EVERY_S, hands what was published to the span process (`span_process`) as one JSON message, which
+picks the nodes that ended, builds their spans and sends them, batched, with the official SDK: the
+serving process does no work per span at all. When the receiver is away, batches are dropped there, counted, and a
+warning here says how many were lost so far (at most once a minute). A span process that falls behind
+or dies loses what it is handed past MAX_WAITING changes, counted the same way; a run never waits.
+"""
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Optional
+
+import orjson
+
+from ..conf import conf
+from ..live import broadcast
+
+log = logging.getLogger(__name__)
+
+TRACES_PATH = "/v1/traces"
+WARN_EVERY_S = 60.0
+SEND_EVERY_S = 0.05
+# Published changes (each a list of messages) waiting for the sending thread; past it they are dropped.
+MAX_WAITING = 10_000
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+CHILD_MAIN = "import sys; from dag.telemetry.span_process import main; main(sys.argv)"
+
+
+def traces_url(endpoint: str) -> str:
+    """The receiver's traces URL: the endpoint as given when it names a path, else with /v1/traces
+    (as OTEL_EXPORTER_OTLP_ENDPOINT is read)."""
+    endpoint = endpoint.rstrip("/")
+    return endpoint if endpoint.endswith(TRACES_PATH) else endpoint + TRACES_PATH
+
+
+class SpanForwarder:
+    """A broadcast listener handing each ended node to a span process of its own (see the module)."""
+
+    def __init__(self, endpoint: str, timeout_s: float):
+        self.url = traces_url(endpoint)
+        self.exported = 0
+        self.dropped = 0  # by the span process (the receiver away) and here (it fell behind or died)
+        self._dropped_here = 0
+        self._warned_at: Optional[float] = None
+        self._waiting: deque = deque()
+        self._flushes: deque = deque()  # the events of flushes sent and not yet answered
+        self._lock = threading.Lock()  # the counts
+        self._send_lock = threading.Lock()  # one sender at a time: a flush's marker follows what it covers
+        self._closing = threading.Event()
+        self.timeout_s = timeout_s
+        self.process: Optional[subprocess.Popen] = None
+        self._start_lock = threading.Lock()
+
+    def _started(self) -> bool:
+        """Start the span process and the threads that talk to it, at the first change published: a
+        process that publishes none (`migrate`, a writer process) starts nothing. False if it is closed."""
+        with self._start_lock:
+            if self.process is None and not self._closing.is_set():
+                self._start_process(self.timeout_s)
+                self._sender = threading.Thread(target=self._send_loop, name="otlp-send", daemon=True)
+                self._reader = threading.Thread(target=self._read_loop, name="otlp-read", daemon=True)
+                self._sender.start()
+                self._reader.start()
+            return self.process is not None
+
+    def _start_process(self, timeout_s: float) -> None:
+        from_parent, to_child = os.pipe()
+        from_child, to_parent = os.pipe()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT),
+                                                                          os.environ.get("PYTHONPATH")]))}
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", CHILD_MAIN, str(from_parent), str(to_parent), self.url, str(timeout_s)],
+                pass_fds=(from_parent, to_parent), env=env, stdin=subprocess.DEVNULL)
+        except BaseException:
+            os.close(to_child)
+            os.close(from_child)
+            raise
+        finally:
+            os.close(from_parent)
+            os.close(to_parent)
+        self.sending = Connection(to_child, readable=False)
+        self.receiving = Connection(from_child, writable=False)
+
+    def __call__(self, session_id: str, messages: list) -> None:
+        """In the writer's thread, after a commit: keep the changes for the sending thread, nothing more."""
+        if self.process is None and not self._started():
+            return
+        if len(self._waiting) < MAX_WAITING:
+            self._waiting.append((str(session_id), messages))
+        else:
+            self._lost(len(messages))
+
+    def _send_loop(self) -> None:
+        while not self._closing.wait(SEND_EVERY_S):
+            with self._send_lock:
+                self._send_waiting()
+
+    def _send_waiting(self) -> None:
+        batch = []
+        while self._waiting:
+            batch.append(self._waiting.popleft())
+        if batch:  # the span process picks the nodes that ended: here that would be Python work per node
+            self._send(["changes", batch], sum(len(messages) for _, messages in batch))
+
+    def _send(self, message: list, spans: int = 0) -> bool:
+        try:
+            self.sending.send_bytes(orjson.dumps(message))
+            return True
+        except OSError:  # the span process ended: what it is handed is lost
+            self._lost(spans)
+            return False
+
+    def _read_loop(self) -> None:
+        while True:
+            try:
+                totals = orjson.loads(self.receiving.recv_bytes())
+            except (EOFError, OSError):
+                break
+            self._account(totals)
+            if totals.get("flushed") and self._flushes:
+                self._flushes.popleft().set()
+        for flush in list(self._flushes):  # the process ended: nobody will answer them
+            flush.set()
+
+    def _account(self, totals: dict) -> None:
+        with self._lock:
+            more_dropped = totals["dropped"] + self._dropped_here > self.dropped
+            self.exported = totals["exported"]
+            self.dropped = totals["dropped"] + self._dropped_here
+        if more_dropped:
+            self._warn()
+
+    def _lost(self, spans: int) -> None:
+        """`spans` (about: changes, of which some were not ends) could not be handed over."""
+        if not spans:
+            return
+        with self._lock:
+            self._dropped_here += spans
+            self.dropped += spans
+        self._warn()
+
+    def _warn(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if self._warned_at is not None and now - self._warned_at < WARN_EVERY_S:
+                return
+            self._warned_at, dropped = now, self.dropped
+        log.warning("OpenTelemetry: %d span(s) dropped so far: the receiver at %s did not take them (setting "
+                    "OPENPROGRAM_OTLP_ENDPOINT); runs go on unaffected", dropped, self.url)
+
+    def flush(self, timeout_s: float = 60.0) -> bool:
+        """Send every span of the changes published so far; False if that took longer than `timeout_s`."""
+        if self.process is None:
+            return True  # nothing was published
+        done = threading.Event()
+        with self._send_lock:
+            self._send_waiting()
+            self._flushes.append(done)
+            if not self._send(["flush"]):
+                return False
+        return done.wait(timeout_s)
+
+    def close(self, timeout_s: float = 30.0) -> None:
+        """Send what is waiting, then end the span process (it sends what it holds first)."""
+        with self._start_lock:
+            self._closing.set()
+        if self.process is None:
+            return
+        self._sender.join(timeout_s)
+        with self._send_lock:
+            self._send_waiting()
+        self.sending.close()
+        try:
+            self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._reader.join(timeout_s)
+        self.receiving.close()
+
+
+_installed: Optional[SpanForwarder] = None
+_install_lock = threading.Lock()
+
+
+def start(endpoint: str, timeout_s: float) -> SpanForwarder:
+    """Export every node of this process's runs as a span to `endpoint`, replacing any forwarder before."""
+    global _installed
+    forwarder = SpanForwarder(endpoint, timeout_s)
+    with _install_lock:
+        previous, _installed = _installed, forwarder
+        broadcast.subscribe(forwarder)
+    if previous is not None:
+        _retire(previous)
+    return forwarder
+
+
+def stop() -> None:
+    """Stop exporting: what is queued is sent (within the exporter's timeout), then nothing more."""
+    global _installed
+    with _install_lock:
+        previous, _installed = _installed, None
+    if previous is not None:
+        _retire(previous)
+
+
+def _retire(forwarder: SpanForwarder) -> None:
+    broadcast.unsubscribe(forwarder)
+    forwarder.close()
+
+
+def start_from_settings() -> SpanForwarder:
+    """At the app's start, OPENPROGRAM_OTLP_ENDPOINT set: export to it (what is queued is sent at exit)."""
+    forwarder = start(conf.OTLP_ENDPOINT, conf.OTLP_TIMEOUT_S)
+    atexit.register(stop)
+    return forwarder

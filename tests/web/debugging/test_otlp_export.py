@@ -1,0 +1,132 @@
+"""OpenTelemetry export: each ended node a span with the GenAI names and attributes and this project's
+depth, one trace per session, received by a real OTLP/HTTP receiver; an unreachable one costs the run
+nothing but a counted warning."""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from dag.models import Node, Session
+from dag.telemetry import export
+
+from ...database_url import database_url
+from .otlp_receiver import OtlpReceiver
+from .replays import recorded
+
+pytestmark = pytest.mark.django_db(transaction=True)
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+def receiver():
+    with OtlpReceiver() as receiver:
+        yield receiver
+
+
+@pytest.fixture
+def exporting():
+    """Start the export to a URL (as OPENPROGRAM_OTLP_ENDPOINT would at start-up); stopped after the test."""
+    yield lambda url: export.start(url, timeout_s=2)
+    export.stop()
+
+
+def by_seq(spans, session) -> dict:
+    return {span["attributes"]["openprogram.seq"]: span for span in spans
+            if span["traceId"] == uuid.UUID(str(session.pk)).hex}
+
+
+def test_every_node_is_a_span_of_its_sessions_trace(receiver, exporting, user, debug_functions, provider_calls):
+    forwarder = exporting(receiver.url)
+    session = recorded(user, "two_questions")
+    assert forwarder.flush()
+    spans = by_seq(receiver.spans, session)
+    nodes = {node.seq: node for node in Node.objects.filter(session=session)}
+    assert set(spans) == set(nodes)
+    entry, first, second = spans[0], spans[1], spans[2]
+    assert entry["name"] == "invoke_agent two_questions" and entry["parentSpanId"] == ""
+    expected = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "two_questions", "openprogram.depth": 1,
+                "openprogram.nesting": 1, "openprogram.refusal": "", "openprogram.status": "completed"}
+    assert entry["attributes"].items() >= expected.items()
+    assert entry["resource"]["service.name"] == "openprogram-web"
+    model = nodes[1].model
+    assert first["name"] == f"chat {model}" and first["parentSpanId"] == entry["spanId"]
+    assert first["attributes"]["gen_ai.operation.name"] == "chat"
+    assert first["attributes"]["gen_ai.request.model"] == model
+    assert first["attributes"]["gen_ai.usage.input_tokens"] == nodes[1].usage["input_tokens"]
+    assert first["attributes"]["gen_ai.usage.output_tokens"] == nodes[1].usage["output_tokens"]
+    assert second["attributes"]["openprogram.depth"] == 1 and second["status"] == {"code": "STATUS_CODE_OK"}
+
+
+def test_plain_tools_failures_and_refusals_are_exported_as_such(receiver, exporting, user, debug_functions,
+                                                               provider_calls):
+    forwarder = exporting(receiver.url)
+    failed = recorded(user, "report", numbers=[])
+    assert forwarder.flush()
+    spans = by_seq(receiver.spans, failed)
+    divide = spans[2]
+    assert divide["name"] == "execute_tool divide" and divide["attributes"]["gen_ai.tool.name"] == "divide"
+    assert divide["attributes"]["openprogram.status"] == "error" and divide["attributes"]["error.type"] == "ZeroDivisionError"
+    assert divide["status"]["code"] == "STATUS_CODE_ERROR"
+    [exception] = divide["events"]
+    assert exception["name"] == "exception" and "return a / b" in exception["attributes"]["exception.stacktrace"]
+    assert spans[1]["parentSpanId"] == spans[0]["spanId"] and spans[2]["parentSpanId"] == spans[1]["spanId"]
+
+
+def test_a_refused_call_carries_its_refusal(receiver, exporting, user, provider_calls):
+    forwarder = exporting(receiver.url)
+    session = recorded(user, "runaway_agent", task="Summarise the notes")
+    assert forwarder.flush()
+    spans = by_seq(receiver.spans, session).values()
+    refused = [span for span in spans if span["attributes"]["openprogram.status"] == "refused"]
+    assert refused and all(span["attributes"]["openprogram.refusal"] == "depth" for span in refused)
+    assert max(span["attributes"]["openprogram.nesting"] for span in spans) == 6
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]  # closed again: nothing listens there
+
+
+def test_an_unreachable_receiver_drops_the_spans_with_a_counted_warning(exporting, user, debug_functions,
+                                                                       provider_calls, caplog):
+    forwarder = exporting(f"http://127.0.0.1:{free_port()}")
+    with caplog.at_level(logging.WARNING, logger="dag.telemetry.export"):
+        session = recorded(user, "two_questions")
+        forwarder.flush()
+    assert session.status == "completed"
+    assert forwarder.dropped == 3 and forwarder.exported == 0
+    assert "OpenTelemetry: 3 span(s) dropped so far" in caplog.text and "OPENPROGRAM_OTLP_ENDPOINT" in caplog.text
+
+
+def test_the_endpoint_setting_is_checked(settings):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from dag.conf import conf
+    settings.OPENPROGRAM_OTLP_ENDPOINT = "127.0.0.1:4318"
+    with pytest.raises(ImproperlyConfigured, match="OPENPROGRAM_OTLP_ENDPOINT must be an http:// or https:// URL"):
+        conf.OTLP_ENDPOINT
+    assert export.traces_url("http://h:6006") == "http://h:6006/v1/traces"
+    assert export.traces_url("http://h:4318/v1/traces") == "http://h:4318/v1/traces"
+
+
+def test_the_setting_exports_a_cli_runs_spans_before_it_exits(receiver, local_user):
+    """OPENPROGRAM_OTLP_ENDPOINT in the environment of `manage.py run_function`: its run's spans are sent
+    by the time the command has exited."""
+    environ = {**os.environ, "DATABASE_URL": database_url(connection.settings_dict),
+               "OPENPROGRAM_OTLP_ENDPOINT": receiver.url, "OPENPROGRAM_FUNCTION_MODULES": "tests.web.debugging.debug_functions"}
+    for name in ("OPENPROGRAM_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
+        environ.pop(name, None)
+    done = subprocess.run([sys.executable, "manage.py", "run_function", "two_questions"], cwd=ROOT, env=environ,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    session = Session.objects.get()
+    assert set(by_seq(receiver.spans, session)) == {0, 1, 2}
