@@ -26,19 +26,26 @@ def body_object(request) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def started(start, *args, **kwargs) -> Response:
-    """The new session (201), or the launch's refusal as a launch answers it (400, 429)."""
+def not_an_object() -> Response:
+    return Response({"detail": "the body must be a JSON object"}, status=status.HTTP_400_BAD_REQUEST)
+
+
+def rerun(request, session_id, start, *fields: tuple[str, object]) -> Response:
+    """`start(user, original, ...)` with the body's `fields` ((name, default) each), for the caller's
+    session `session_id`: the new session (201), or why not (404, or a launch's 400 or 429)."""
+    original = own_session(request.user, session_id)
+    if original is None:
+        return Response(NOT_FOUND, status=status.HTTP_404_NOT_FOUND)
+    body = body_object(request)
+    if body is None:
+        return not_an_object()
     try:
-        session = start(*args, **kwargs)
+        session = start(request.user, original, *(body.get(name, default) for name, default in fields))
     except LaunchLimited as exc:
         return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS)
     except LaunchRejected as exc:
         return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
     return Response(SessionSerializer(session).data, status=status.HTTP_201_CREATED)
-
-
-def not_an_object() -> Response:
-    return Response({"detail": "the body must be a JSON object"}, status=status.HTTP_400_BAD_REQUEST)
 
 
 RESPONSES = {201: SessionSerializer, 400: LaunchErrorSerializer, 404: NotFoundSerializer,
@@ -53,13 +60,7 @@ class ReplayView(APIView):
     @extend_schema(parameters=[SESSION_ID], responses=RESPONSES, request=inline_serializer("ReplayRequest", {
         "then": serializers.ChoiceField(["stop", "live"], required=False, default="stop")}))
     def post(self, request, **route):
-        original = own_session(request.user, route["id"])
-        if original is None:
-            return Response(NOT_FOUND, status=status.HTTP_404_NOT_FOUND)
-        body = body_object(request)
-        if body is None:
-            return not_an_object()
-        return started(start_replay, request.user, original, body.get("then", "stop"))
+        return rerun(request, route["id"], start_replay, ("then", "stop"))
 
 
 class ForkView(APIView):
@@ -72,13 +73,7 @@ class ForkView(APIView):
         "model": serializers.CharField(required=False, help_text="Or: a model to make it live with."),
     }))
     def post(self, request, **route):
-        original = own_session(request.user, route["id"])
-        if original is None:
-            return Response(NOT_FOUND, status=status.HTTP_404_NOT_FOUND)
-        body = body_object(request)
-        if body is None:
-            return not_an_object()
-        return started(start_fork, request.user, original, body.get("node"), body.get("reply"), body.get("model"))
+        return rerun(request, route["id"], start_fork, ("node", None), ("reply", None), ("model", None))
 
 
 class CompareView(APIView):
