@@ -104,6 +104,11 @@ class Session(models.Model):
             return self.waiting_for
         return self.status
 
+    @property
+    def phase_label(self) -> str:
+        """The phase as pages write it: "awaiting approval"."""
+        return self.phase.replace("_", " ")
+
     def as_dict(self) -> dict:
         """The JSON shape of a session in the API, the websocket stream and exports."""
         return {

@@ -15,14 +15,16 @@ LABELS = {"max_depth": "Max depth", "max_llm_calls": "Max model calls", "max_tok
 
 
 class LaunchOptionsForm(forms.Form):
-    """After `is_valid()`, `model` is the chosen model spec (None: the server's) and `budget` the launch
-    budget (None: none)."""
+    """After `is_valid()`, `model` is the chosen model spec (None: the server's), `budget` the launch
+    budget (None: none) and `cleaned_data["unattended"]` whether no one attends the run."""
 
     prefix = "budget"  # the section's fields are budget-model, budget-max_depth, ...
 
-    def __init__(self, data=None, initial_budget: dict | None = None, initial_model: str | None = None):
+    def __init__(self, data=None, initial_budget: dict | None = None, initial_model: str | None = None,
+                 initial_unattended: bool = False):
         initial = {k: v for k, v in (initial_budget or {}).items() if k in FIELDS}
-        super().__init__(data=data, initial={**initial, "model": initial_model or ""})
+        super().__init__(data=data, initial={**initial, "model": initial_model or "",
+                                             "unattended": initial_unattended})
         choices = [("", "The server's default")] + [(spec, spec) for spec, _ in available_models()]
         self.fields["model"] = forms.ChoiceField(
             choices=choices, required=False, label="Model",
@@ -33,6 +35,10 @@ class LaunchOptionsForm(forms.Form):
             common = {"required": False, "label": LABELS[name], "help_text": HELP[name],
                       "min_value": MINIMUM[name], "max_value": MAXIMUM[name]}
             self.fields[name] = forms.IntegerField(**common) if name in COUNTS else forms.FloatField(**common)
+        self.fields["unattended"] = forms.BooleanField(
+            required=False, label="Unattended",
+            help_text="No one will answer approval requests: tools that need a person's approval are not offered "
+                      "to the run's models. Left unchecked, each such call waits on this run's page for Approve or Deny.")
         self.budget: dict | None = None
         self.model: str | None = None
 
@@ -40,8 +46,8 @@ class LaunchOptionsForm(forms.Form):
     def is_set(self) -> bool:
         """Whether anything in the section is filled in (it is shown open then)."""
         values = self.data if self.is_bound else self.initial
-        names = ["model", *FIELDS]
-        return any(values.get(self.add_prefix(n) if self.is_bound else n) not in (None, "") for n in names)
+        names = ["model", "unattended", *FIELDS]
+        return any(values.get(self.add_prefix(n) if self.is_bound else n) not in (None, "", False) for n in names)
 
     def clean(self):
         cleaned = super().clean()

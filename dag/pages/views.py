@@ -50,7 +50,8 @@ def function_form(request, name: str):
         options = LaunchOptionsForm(data=request.POST)
         if all([form.is_valid(), options.is_valid()]):  # both checked: every error shown at once
             try:
-                session = launch(request.user, entry.name, form.args, options.budget, options.model)
+                session = launch(request.user, entry.name, form.args, options.budget, options.model,
+                                 unattended=options.cleaned_data["unattended"])
             except LaunchLimited as exc:
                 form.add_error(None, str(exc))
                 status = 429
@@ -62,7 +63,8 @@ def function_form(request, name: str):
         again = _run_again_session(request, entry.name)
         form = LaunchForm(entry.tool, initial_args=again.args if again and isinstance(again.args, dict) else None)
         options = LaunchOptionsForm(initial_budget=again.launch_budget if again else None,
-                                    initial_model=again.model if again else None)
+                                    initial_model=again.model if again else None,
+                                    initial_unattended=again is not None and not again.attended)
         status = 200
     return render(request, "functions/form.html", {"entry": entry, "form": form, "options": options,
                                                    "repeats": again}, status=status)

@@ -27,7 +27,7 @@ export function clear(node) {
 
 export const STATUS_ICONS = {
   queued: "○", running: "●", completed: "✓", error: "✕", cancelled: "⊘", refused: "⊗",
-  interrupted: "⚠", cancelling: "◌",
+  interrupted: "⚠", cancelling: "◌", awaiting_approval: "✋", paused: "❚❚",
 };
 
 /** The session statuses that are final, as the server lists them in the page (`data-terminal`). */

@@ -191,7 +191,7 @@ function showPhase(row, session) {
   if (terminal.has(row.dataset.status)) return; // the socket already brought its end
   const badge = row.querySelector("[data-role=status]");
   badge.className = `badge status-${session.phase}`;
-  badge.textContent = session.phase;
+  badge.textContent = session.phase.replaceAll("_", " ");
   const button = row.querySelector("[data-role=stop]");
   if (button) {
     button.disabled = session.phase === "cancelling";

@@ -3,13 +3,14 @@
 // as they arrive and drawn once per frame; every figure is computed from the model, which holds every node.
 
 import {confirmAndDelete} from "./delete_sessions.js";
-import {linkedSeq, nodeIdOfSeq, showCallAddress} from "./live/call_link.js";
 import {terminalStatuses} from "./dom.js";
+import {linkedSeq, nodeIdOfSeq, showCallAddress} from "./live/call_link.js";
 import {renderDetails} from "./live/details.js";
 import {debugFlag, watchFrameGaps} from "./live/frame_gaps.js";
 import {depthStats, renderGauge} from "./live/gauge.js";
 import {SessionHeader} from "./live/header.js";
 import {CallSearch} from "./live/search.js";
+import {RunSteering} from "./live/steering.js";
 import {SessionStream} from "./live/stream.js";
 import {TimelineView} from "./live/timeline_view.js";
 import {renderTotals, runTotals, warningText} from "./live/totals.js";
@@ -25,6 +26,7 @@ const find = (role) => root.querySelector(`[data-role=${role}]`);
 
 const model = new TreeModel();
 const header = new SessionHeader(root, root.dataset.stopUrl, terminal);
+const steering = new RunSteering(root, terminal);
 wireReplayButton(root);
 wireShareButton(root);
 const followBox = find("follow");
@@ -171,6 +173,7 @@ function applyNode(node, follow = true) {
     if (!state.follow) state.unseen += 1;
   }
   if (change && node.id === state.selectedId) state.detailsDirty = true;
+  if (change) steering.noteNode(node);
   if (change) {
     state.totalsDirty = true;
     search.stale = true;
@@ -179,6 +182,7 @@ function applyNode(node, follow = true) {
 
 function showSession(session) {
   header.update(session);
+  steering.update(header.session);
   if (deleteButton) deleteButton.hidden = !terminal.has(header.session.status); // stopped before it is deleted
   state.totalsDirty = true; // the wall time moves with the session
 }

@@ -14,6 +14,9 @@ const BUDGET_DIMENSIONS = [
 const BUDGET_DEPTH_NOTE = "Agentic depth counts agentic calls from the function that set the budget (level 1); " +
   "the gauge's call depth counts every call from the run's entry, plain tools included.";
 
+// The phases in which a run waits for a person (dag.runs.steering).
+const WAITING_PHASES = new Set(["awaiting_approval", "paused"]);
+
 export class SessionHeader {
   constructor(root, stopUrl, terminal) {
     this.terminal = terminal;
@@ -25,6 +28,7 @@ export class SessionHeader {
     this.connection = root.querySelector("[data-role=connection]");
     this.warning = root.querySelector("[data-role=session-warning]");
     this.connectionState = "connecting";
+    this.title = document.title;
     this.session = null;
     this.stopPending = false; // the stop request is on its way: the button waits for the answer
     this.stopButton?.addEventListener("click", () => this.stop(stopUrl)); // none on a read-only page
@@ -82,7 +86,9 @@ export class SessionHeader {
     if (!session) return;
     const phase = session.phase;
     this.status.className = `badge status-${phase}`;
-    this.status.textContent = phase;
+    this.status.textContent = phase.replaceAll("_", " ");
+    // A person in another tab sees from the tab's title that the run waits for them.
+    document.title = WAITING_PHASES.has(phase) ? `(${this.status.textContent}) ${this.title}` : this.title;
     this.renderConnection();
     const terminal = this.terminal.has(session.status);
     if (this.stopButton) {

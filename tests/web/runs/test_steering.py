@@ -218,3 +218,14 @@ def test_pause_of_an_ended_session_is_a_conflict(api, user):
     session = launch(user, "slow_count", {"n": 1, "delay_s": 0})
     wait_for_end(session)
     assert api.post(f"/api/sessions/{session.pk}/pause/").status_code == 409
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_forms_unattended_box_launches_unattended(logged_in, user):
+    assert logged_in.post("/functions/careful_agent/", {"task": "a", "budget-unattended": "on"}).status_code == 302
+    assert logged_in.post("/functions/careful_agent/", {"task": "b"}).status_code == 302
+    sessions = {session.args["task"]: session for session in Session.objects.all()}
+    assert sessions["a"].attended is False and sessions["b"].attended is True
+    for session in sessions.values():
+        lifecycle.request_stop(session.pk)
+        wait_for_end(session)
