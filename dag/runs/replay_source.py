@@ -38,11 +38,18 @@ def _path(parent: Optional[int], names: dict) -> str:
     return PATH_SEPARATOR.join(reversed(parts))
 
 
+class OriginalGone(LookupError):
+    """The session a replay or a fork was made from was deleted before it ran."""
+
+
 def runtime_for(session: Session) -> Optional[Runtime]:
-    """The runtime a replay or a fork of another session runs on; None for any other session (and for one
-    whose original was deleted: it runs live)."""
+    """The runtime a replay or a fork of another session runs on; None for any other session. A replay
+    whose original was deleted meanwhile raises OriginalGone rather than make its calls live."""
     original_id = session.replay_of_id or session.forked_from_id
     if original_id is None:
+        if session.replay_options is not None:
+            raise OriginalGone("the session this one replays or forks was deleted before it ran: there is no "
+                               "record to answer its model calls from; launch the function again instead")
         return None
     options = session.replay_options or {}
     if session.replay_of_id:

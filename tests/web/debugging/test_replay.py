@@ -8,6 +8,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from dag.models import Session
+from dag.runs.launch import create_session
+from dag.runs.lifecycle import run_session
 
 from . import debug_functions
 from .replays import llm_nodes, recorded, started_from, tree
@@ -104,3 +106,14 @@ def test_run_function_replay_mistakes_are_named(local_user, debug_functions, arg
     with pytest.raises(CommandError) as caught:
         call_command("run_function", *args, stdout=io.StringIO())
     assert message in str(caught.value) and caught.value.returncode == 2
+
+
+def test_a_replay_whose_original_was_deleted_before_it_ran_ends_saying_so(user, debug_functions, provider_calls):
+    original = recorded(user, "two_questions")
+    replay = create_session(user, original.function, original.args,
+                            origin={"replay_of": original, "replay_options": {"then": "stop"}})
+    original.delete()
+    made = len(provider_calls)
+    run_session(replay.pk)
+    replay.refresh_from_db()
+    assert replay.status == "error" and "was deleted before it ran" in replay.error and len(provider_calls) == made
