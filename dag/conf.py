@@ -129,6 +129,8 @@ FORMATS: dict[str, tuple[Any, str]] = {
                    'a rate like "10/min" (per s, min, hour or day), or "off"'),
 }
 FORMATS["ACCOUNT_LOGIN_RATE"] = FORMATS["LOGIN_RATE"]
+FORMATS["SITE_URL"] = (lambda text: text.startswith(("http://", "https://")),
+                       'an http:// or https:// address, e.g. "https://agents.example.com"')
 FORMATS["OTLP_ENDPOINT"] = (lambda text: text.startswith(("http://", "https://")),
                             'an http:// or https:// URL of an OTLP/HTTP receiver (e.g. "http://127.0.0.1:6006"), or '
                             'empty for none')

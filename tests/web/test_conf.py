@@ -72,13 +72,12 @@ def test_an_on_off_setting_names_a_word_it_does_not_know(settings):
         conf.STOP_PUBSUB
 
 
-def test_the_readme_configuration_table_lists_every_setting():
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    table = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
-    rows = [line for line in table.splitlines() if line.startswith("| `")]
+def test_the_configuration_page_lists_every_setting():
+    page = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    rows = [line for line in page.splitlines() if line.startswith("| `")]
     named = set(re.findall(r"`(OPENPROGRAM_[A-Z_]+|[A-Z_]+_URL)`", "\n".join(rows)))
     missing = {f"OPENPROGRAM_{name}" for name in DEFAULTS} - named
-    assert not missing, f"README's configuration table has no row for {sorted(missing)}"
+    assert not missing, f"docs/configuration.md's table has no row for {sorted(missing)}"
     assert {"CELERY_BROKER_URL", "REDIS_URL", "DATABASE_URL"} <= named
 
 
@@ -89,6 +88,7 @@ def test_the_readme_configuration_table_lists_every_setting():
     ("OPENPROGRAM_LEASE_S", "0", "OPENPROGRAM_LEASE_S must be at least 1"),
     ("OPENPROGRAM_MAX_ACTIVE_RUNS_PER_USER", "-1", "must be at least 0"),
     ("OPENPROGRAM_LOGIN_RATE", "10/fortnight", 'OPENPROGRAM_LOGIN_RATE must be a rate like "10/min"'),
+    ("OPENPROGRAM_SITE_URL", "agents.example.com", "OPENPROGRAM_SITE_URL must be an http:// or https:// address"),
     ("OPENPROGRAM_STOP_POLL_S", "nan", "OPENPROGRAM_STOP_POLL_S must be a finite number; got 'nan'"),
     ("OPENPROGRAM_LEASE_S", "inf", "OPENPROGRAM_LEASE_S must be a finite number; got 'inf'"),
 ])

@@ -29,20 +29,22 @@ def documented_defaults() -> dict[str, str]:
 
 
 def as_documented(value) -> str:
-    """A default as the page writes it: `8`, `0.02`, `inprocess`, on, off, none."""
+    """A default as the page writes it: `8`, `0.02`, `inprocess`, on, off, none (an empty list or text)."""
     if isinstance(value, bool):
         return "on" if value else "off"
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, list):
         return f"`{','.join(value)}`" if value else "none"
-    return f"`{value}`" if value != "" else "unset"
+    return f"`{value}`" if value != "" else "none"
 
 
 def leading_value(text: str) -> str:
-    """The default's own value, without what the page adds after it (`31536000` (a year), on with `HTTPS=1`)."""
+    """The default's own value, without what the page adds after it (`31536000` (a year), on with `HTTPS=1`);
+    "unset" and "none" both say there is none."""
     match = re.match(r"`[^`]*`|(?:on|off|none|unset)\b", text)
-    return match.group(0) if match else text
+    value = match.group(0) if match else text
+    return "none" if value == "unset" else value
 
 
 def test_every_dag_setting_is_on_the_page_with_its_default():
