@@ -42,7 +42,7 @@ run: $(STAMP)
 	@$(BIN)/python bin/prepare-run "$(HOST)" "$(PORT)"
 	$(BIN)/daphne -b $(HOST) -p $(PORT) openprogram_web.serve:application
 
-# One Celery worker for OPENPROGRAM_EXECUTOR=celery (README, "Scaling out"): the same venv and environment
+# One Celery worker for OPENPROGRAM_EXECUTOR=celery (docs/scaling.md): the same venv and environment
 # as the web process; a threads pool (runs wait on models, not the CPU) of OPENPROGRAM_WORKER_CONCURRENCY
 # threads (default 200; openprogram_web/celery.py reads it through dag.conf). Start as many as you like, on any machine that reaches PostgreSQL and Redis.
 worker: $(STAMP)

@@ -23,7 +23,7 @@ def settings_are_valid(app_configs=None, **kwargs) -> list[Error]:
         try:
             getattr(conf, name)
         except ImproperlyConfigured as exc:
-            errors.append(Error(str(exc), hint="Fix or unset the variable (README, \"Configuration\").",
+            errors.append(Error(str(exc), hint="Fix or unset the variable (docs/configuration.md).",
                                 id="dag.E003"))
     return errors
 
@@ -33,7 +33,7 @@ def runtime_environment_is_valid(app_configs=None, **kwargs) -> list[Error]:
     """The runtime's own OPENPROGRAM_* variables (the default budget, model timeouts and retries, the
     reply caps, OPENPROGRAM_UNATTENDED) read too: each is read only when a run needs it, where a bad
     value would end every run `error` on a server that started as if all were well."""
-    return [Error(problem, hint="Fix or unset the variable (README, \"Configuration\").", id="dag.E005")
+    return [Error(problem, hint="Fix or unset the variable (docs/configuration.md).", id="dag.E005")
             for problem in environment_problems()]
 
 
@@ -49,7 +49,7 @@ def executor_is_known(app_configs=None, **kwargs) -> list[Error]:
     except Exception as exc:  # whatever importing its module raised (an ImproperlyConfigured of its own, too)
         return [Error(f"{exc}" if isinstance(exc, (ImportError, TypeError)) else
                       f"OPENPROGRAM_EXECUTOR={name!r} cannot be loaded: {type(exc).__name__}: {exc}",
-                      hint="Fix or unset the variable (README, \"Configuration\").", id="dag.E006")]
+                      hint="Fix or unset the variable (docs/configuration.md).", id="dag.E006")]
     return []
 
 
@@ -137,6 +137,6 @@ def celery_executor_services(app_configs=None, **kwargs) -> list[Error]:
     return [Error(
         "OPENPROGRAM_EXECUTOR=celery runs sessions on Celery workers, which needs what is not set: "
         + "; ".join(missing) + ".",
-        hint="Set these in the environment of every web and worker process (README, \"Scaling out\"), or "
+        hint="Set these in the environment of every web and worker process (docs/scaling.md), or "
              "unset OPENPROGRAM_EXECUTOR for the embedded default.",
         id="dag.E002")]
