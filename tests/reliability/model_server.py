@@ -41,7 +41,10 @@ BEHAVIOURS = {
     "fault-call-without-function": lambda server, body: _with_message(
         {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function"}]}),
     "fault-truncated": lambda server, body: (200, Raw(json.dumps(_COMPLETE).encode()[:50])),
-    "fault-tools-forever": lambda server, body: OpenAIWire.tool_calls(("call_1", "search_notes", {"query": "guard"})),
+    # Each call's query differs (the turn it is made in), so the run is a model that never stops calling
+    # tools, for max_iterations to end, not one repeating a call, which the loop guard ends first.
+    "fault-tools-forever": lambda server, body: OpenAIWire.tool_calls(
+        ("call_1", "search_notes", {"query": f"guard {len(body.get('messages') or [])}"})),
 }
 # Behaviours whose replies are well-formed (the fault is in what the run does with them, not the reply).
 WELL_FORMED = {"fault-tool-raises": _tool_raises}

@@ -80,7 +80,7 @@ POSTGRES = "postgres://someone@db.example:5432/openprogram"  # never connected t
 
 def test_postgresql_connections_come_from_a_pool_that_opens_them_as_needed_and_checks_them(tmp_path):
     decided = database_options(tmp_path, DATABASE_URL=POSTGRES)
-    assert decided["options"]["pool"] == {"min_size": 0, "max_size": 50, "max_idle": 60.0, "timeout": 10.0}
+    assert decided["options"]["pool"] == {"min_size": 0, "max_size": 10, "max_idle": 60.0, "timeout": 10.0}
     assert decided["checks"] is True  # a connection the server closed is replaced when taken, not handed out
     sized = database_options(tmp_path, DATABASE_URL=POSTGRES, OPENPROGRAM_DB_POOL_SIZE="7",
                              OPENPROGRAM_DB_POOL_IDLE_S="2.5", OPENPROGRAM_DB_POOL_TIMEOUT_S="4")
