@@ -118,7 +118,8 @@ def main() -> None:
         log_dir = Path(tempfile.mkdtemp(prefix="bench-steering-"))
         env = {**os.environ, "DATABASE_URL": url, "REDIS_URL": REDIS_URL, "CELERY_BROKER_URL": REDIS_URL,
                "OPENPROGRAM_EXECUTOR": "celery", "OPENPROGRAM_VAR_DIR": str(log_dir), "OPENPROGRAM_MODEL": "sim",
-               "OPENPROGRAM_FUNCTION_MODULES": "examples.functions", "DJANGO_SETTINGS_MODULE": "openprogram_web.settings",
+               "OPENPROGRAM_FUNCTION_MODULES": "examples.functions",
+               "DJANGO_SETTINGS_MODULE": "openprogram_web.settings",
                "OPENPROGRAM_CELERY_QUEUE": f"bench-steering-{os.getpid()}"}
         setup_django(env)
         from django.db import connections

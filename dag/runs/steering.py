@@ -4,13 +4,13 @@ Built as a stop is (`dag.runs.stop`): the request is written to the session firs
 answer_approval`, `request_pause`), then the run's process is woken (at once in this process, over Redis
 pub/sub STEER_CHANNEL elsewhere), and the process's stop watcher reads the session's answers and pause
 flag for every attended run it holds (`read_requests`, on each poll: a lost wake-up costs one poll). The
-run's thread only ever waits on a condition in memory, holding no database connection and using no CPU
-(it wakes every WAKE_S to see whether the run was stopped).
+run's thread only ever waits on a condition in memory, holding no database connection and using no CPU.
 
 A run launched attended gets a `RunSteering` for the whole run (`steer`): it is the runtime's approver
 (`runtime.approval.Approver`: a call that needs approval waits in `answer` for its node's answer) and,
 through a pre-invocation hook, the pause: a run asked to pause stops at its next function entry, model
-call or tool call (`pause_here`), shows `paused`, and goes on when resumed. A stop ends either wait.
+call or tool call (`pause_here`), shows `paused`, and goes on when resumed. A stop ends either wait at
+once (the stop signal wakes it).
 """
 from __future__ import annotations
 
@@ -32,8 +32,9 @@ from . import stop
 
 # The Redis pub/sub channel steering wake-ups go on; each message is a session id.
 STEER_CHANNEL = "openprogram:steer"
-# Seconds between a waiting run's looks at its stop signal (a stop reaches a wait within this).
-WAKE_S = 0.5
+# The longest a waiting run's thread sleeps without looking at its stop signal, in case a wake-up was
+# missed: a stop wakes the wait itself (StopSignal.on_set), so a wait costs no CPU meanwhile.
+WAKE_S = 30.0
 NOT_VISIBLE = "the call is hidden from the record, so no one could see it to approve it"
 
 
@@ -48,6 +49,11 @@ class RunSteering(Approver):
         self._answers: dict[str, dict] = {}  # by the waiting node's id, as the session stores them
         self._changed = threading.Condition()
         self._offload = LoopOffload()  # the pause is written from the run's thread, maybe inside a loop
+        signal.on_set(self._wake)
+
+    def _wake(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
 
     def update(self, pause_requested: bool, answers: dict) -> None:
         """What the session holds now (the watcher read it): wake the waits it ends."""

@@ -58,10 +58,16 @@ class StopSignal:
         self.reason: Optional[str] = None
         self._event = threading.Event()
         self._lock = threading.Lock()
+        self._wakers: list[Callable[[], None]] = []
 
     @property
     def is_set(self) -> bool:
         return self._event.is_set()
+
+    def on_set(self, waker: Callable[[], None]) -> None:
+        """Call `waker()` when the stop comes (a wait of the run's that must end at once: dag.runs.steering)."""
+        with self._lock:
+            self._wakers.append(waker)
 
     def set(self, reason: str = STOPPED) -> None:
         with self._lock:
@@ -69,6 +75,9 @@ class StopSignal:
                 return
             self.reason = reason  # before the event: whoever sees it set reads the reason
             self._event.set()
+            wakers = list(self._wakers)
+        for waker in wakers:
+            waker()
 
     def raise_if_set(self) -> None:
         if self._event.is_set():
