@@ -131,12 +131,25 @@ _approved: ContextVar[Optional[list]] = ContextVar("openprogram_approved_frame",
 @contextmanager
 def continuing(frame: Frame) -> Iterator[None]:
     """Inside the block, the first entry of `frame`'s tool under `frame`'s parent takes over its node
-    (see `take_approved`), so an approved call keeps the node that waited for the approval."""
-    token = _approved.set([frame])
+    (see `take_approved`), so an approved call keeps the node that waited for the approval. If no entry
+    took it (a `check_fn` said no, a cached result answered), the node ends as the block did."""
+    holder = [frame]
+    token = _approved.set(holder)
     try:
         yield
+    except BaseException as exc:
+        _end_untaken(holder, status_of(exc), exc)
+        raise
+    else:
+        _end_untaken(holder, "completed", None)
     finally:
         _approved.reset(token)
+
+
+def _end_untaken(holder: list, status: str, error: Optional[BaseException]) -> None:
+    recorder = _current_recorder.get()
+    if holder and recorder is not None and not holder[0].hidden:
+        recorder.approval_ended(holder[0], status, error)
 
 
 def take_approved(entered: Frame) -> Optional[Frame]:

@@ -330,9 +330,14 @@ class Dispatcher:
         if call.arguments_error is not None:
             raise ToolArgumentError(f"tool {call.name!r}: {call.arguments_error}; send a JSON object "
                                     f"matching the tool's parameters", tool=call.name)
-        options = tool.options
         arguments = tool.validate(call.arguments)  # first: the gates below may rely on well-formed arguments
         approved = self._approved(tool, arguments)
+        with continuing(approved) if approved is not None else nullcontext():
+            return self._approved_result_text(call, tool, arguments)
+
+    def _approved_result_text(self, call: ToolCall, tool, arguments: dict) -> str:
+        """The rest of `_result_text`, once the call is approved (or needs no approval)."""
+        options = tool.options
         if options.check_fn is not None and not _call_gate(options.check_fn, arguments):
             raise Refusal(f"tool {call.name!r} is blocked right now: its check_fn said no to this call")
         key = ResultCache.key(call.name, call.arguments) if options.cache else None
@@ -340,8 +345,7 @@ class Dispatcher:
             cached = self.cache.get(key)
             if cached is not None:
                 return cached
-        with continuing(approved) if approved is not None else nullcontext():
-            value = self._invoke_with_timeout(tool, arguments) if options.timeout else _invoke(tool, arguments)
+        value = self._invoke_with_timeout(tool, arguments) if options.timeout else _invoke(tool, arguments)
         text = to_text(value)
         where = ""
         if options.persist_full and len(text) > options.max_result_chars:

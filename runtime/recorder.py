@@ -49,9 +49,10 @@ class Recorder:
         node `awaiting_approval` and set `frame.node`. Approved, the call's `function_entered` gets a frame
         that continues this one (`runtime.approval.take_approved`)."""
 
-    def approval_ended(self, frame: Frame, status: str, error: BaseException) -> None:
-        """The call that waited for approval will not run: "refused" (denied, `error.refusal` is
-        "denied") or "cancelled" (stopped while waiting)."""
+    def approval_ended(self, frame: Frame, status: str, error: Optional[BaseException]) -> None:
+        """The call that waited for approval ended without its entry taking the node: "refused" (denied,
+        `error.refusal` is "denied"), "cancelled" (stopped while waiting), or, approved, as the call
+        ended before its body ran ("error": its `check_fn` said no; "completed": a cached result)."""
 
     def llm_started(self, frame: Optional[Frame], request: dict) -> Any:
         """A model call is about to be sent. `request` holds "system", "messages", "tools", "model".

@@ -142,7 +142,7 @@ class DjangoRecorder(Recorder):
         self._awaiting[node.id] = node
         frame.node = node.id
 
-    def approval_ended(self, frame: Frame, status: str, error: BaseException) -> None:
+    def approval_ended(self, frame: Frame, status: str, error: Optional[BaseException]) -> None:
         node = self._awaiting.pop(frame.node, None)
         if node is not None:
             refusal = str(getattr(error, "refusal", "") or "")

@@ -166,3 +166,14 @@ def test_a_request_three_levels_down_carries_its_depth_and_path():
 def test_a_plain_callable_approver_still_decides_with_a_bool():
     _, provider, _ = attended([call("publish", text="x"), "ok"], lambda name, arguments: False)
     assert tool_results(provider) == ["Refused: approval to run tool 'publish' was denied"]
+
+
+def test_an_approved_call_its_check_fn_refuses_ends_its_waiting_node():
+    @function(requires_approval=True, check_fn=lambda: False, register_globally=False)
+    def guarded(text: str) -> str:
+        """Publish, unless blocked."""
+        return text
+
+    _, provider, notes = attended([call("guarded", text="x"), "ok"], Person([Answer(True)]), tools=(guarded,))
+    assert "check_fn said no" in tool_results(provider)[0]
+    assert notes.events[-1][:2] == ("error", "guarded")

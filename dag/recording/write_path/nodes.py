@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from django.utils import timezone
 
-from ...models import Node
+from ...models import Node, Session
 from . import sql
 from .process_writer import flush_session
 from .revision import advance, node_message, publish_after_commit
@@ -50,7 +50,8 @@ def finish_node(node: Node, *, lease: Optional[str] = None, **fields: Any) -> bo
 
 
 def close_open_nodes(session_id, status: str = Node.Status.INTERRUPTED, error: str = "") -> int:
-    """End every node of the session still `running` with `status`; return how many were closed.
+    """End every node of the session still `running` (or waiting for approval) with `status`; return how
+    many were closed.
 
     The session's queued node writes commit first, so a node created just before is closed too."""
     flush_session(session_id)
@@ -64,6 +65,15 @@ def running_nodes(session_id):
     return Node.objects.filter(session_id=session_id, status=Node.Status.RUNNING).order_by("seq")
 
 
+def awaiting_nodes(session_id) -> list[Node]:
+    """The session's calls still waiting for approval: none once their run has ended them, but a run that
+    died while one waited leaves it so. Looked for only when the session shows a call waiting (no index
+    holds them, and a session's end must not read all its nodes)."""
+    if not Session.objects.filter(pk=session_id, waiting_for=Session.Waiting.AWAITING_APPROVAL).exists():
+        return []
+    return list(Node.objects.filter(session_id=session_id, status=Node.Status.AWAITING_APPROVAL).order_by("seq"))
+
+
 def close_open_nodes_in(tx: WriteTransaction, session_id, status: str, error: str) -> int:
     """`close_open_nodes` as part of a larger write in `tx` (ending a session closes its nodes).
 
@@ -75,7 +85,7 @@ def close_open_nodes_in(tx: WriteTransaction, session_id, status: str, error: st
                          f"got {status!r}")
     now = timezone.now()
     advance(tx, session_id, revs=0)  # lock the session first, like every other writer
-    open_nodes = list(running_nodes(session_id))
+    open_nodes = list(running_nodes(session_id)) + awaiting_nodes(session_id)
     if not open_nodes:
         return 0
     last_rev, _ = advance(tx, session_id, revs=len(open_nodes))

@@ -229,3 +229,15 @@ def test_the_forms_unattended_box_launches_unattended(logged_in, user):
     for session in sessions.values():
         lifecycle.request_stop(session.pk)
         wait_for_end(session)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_that_died_while_a_call_waited_leaves_no_call_waiting(user):
+    from dag.recording import write_path
+    session = Session.objects.create(owner=user, function="careful_agent", args={}, status="running", attended=True)
+    node = write_path.create_awaiting_node(session.pk, kind="code", name="publish_note", input={"text": "x"})
+    session.refresh_from_db()
+    assert session.phase == "awaiting_approval"
+    write_path.finish_session(session.pk, Session.Status.INTERRUPTED, error="the worker died")
+    node.refresh_from_db()
+    assert node.status == "interrupted"
