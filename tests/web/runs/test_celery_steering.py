@@ -10,26 +10,13 @@ from dag.runs.launch import launch
 
 from ..launch_helpers import wait_for, wait_for_end
 from .celery_workers import Worker, new_queue, scaled_only
+# The module's queue and worker, as the stop tests have them: the worker's database poll is an hour apart,
+# so an answer reaches its run at once only by Redis.
+from .test_celery_workers import queue, worker  # noqa: F401 (fixtures)
 
 pytestmark = [scaled_only(), pytest.mark.django_db(transaction=True)]
 
 RUN_S = 60.0
-
-
-@pytest.fixture(scope="module")
-def queue():
-    return new_queue()
-
-
-@pytest.fixture(scope="module")
-def worker(django_db_setup, django_db_blocker, tmp_path_factory, queue):
-    """A worker whose database poll is an hour apart: an answer reaches its run at once only by Redis."""
-    with django_db_blocker.unblock():
-        started = Worker(tmp_path_factory.mktemp("worker"), queue, OPENPROGRAM_STOP_POLL_S="3600")
-    try:
-        yield started.wait_ready()
-    finally:
-        started.stop()
 
 
 def on(settings, queue):
