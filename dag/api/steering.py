@@ -81,20 +81,17 @@ class ApprovalAnswerView(APIView):
 
 
 class PauseView(APIView):
-    """Pause the run at its next function entry, model call or tool call (`phase` `paused` once there)."""
+    """Pause the run at its next function entry, model call or tool call (`phase` `paused` once there).
+    Like a stop, it changes nothing once the session has ended (the session is answered as it is)."""
 
     paused = True
 
-    @extend_schema(request=None, parameters=[SESSION_ID],
-                   responses={200: SessionSerializer, 404: NotFoundSerializer, 409: DetailShape})
+    @extend_schema(request=None, parameters=[SESSION_ID], responses={200: SessionSerializer, 404: NotFoundSerializer})
     def post(self, request, **route):
         session = own_session(request.user, route["id"])
         if session is None:
             return _not_found()
-        stored = steering.set_pause(session, self.paused)
-        if stored is None:
-            return Response({"detail": f"the session has ended ({session.status})"}, status=status.HTTP_409_CONFLICT)
-        return Response(SessionSerializer(stored).data)
+        return Response(SessionSerializer(steering.set_pause(session, self.paused)).data)
 
 
 class ResumeView(PauseView):

@@ -211,11 +211,13 @@ def answer_approval(session: Session, seq: int, approve: bool, reason: str = "")
     return answer
 
 
-def set_pause(session: Session, paused: bool) -> Optional[Session]:
-    """Ask the run to pause at its next boundary (or to go on), then wake it; None once it has ended."""
+def set_pause(session: Session, paused: bool) -> Session:
+    """Ask the run to pause at its next boundary (or to go on), then wake it; the session as stored after.
+    Like a stop, a no-op once the session has ended."""
     stored = write_path.request_pause(session.pk, paused)
-    if stored is not None:
-        wake(session.pk)
+    if stored is None:
+        return Session.objects.get(pk=session.pk)
+    wake(session.pk)
     return stored
 
 

@@ -43,6 +43,8 @@ EVERY_OPERATION = {
     ("DELETE", "/api/sessions/{id}/"), ("GET", "/api/sessions/{id}/export/"), ("GET", "/api/sessions/{id}/nodes/"),
     ("POST", "/api/sessions/{id}/stop/"), ("POST", "/api/sessions/{id}/share/"), ("DELETE", "/api/sessions/{id}/share/"),
     ("POST", "/api/sessions/{id}/replay/"), ("POST", "/api/sessions/{id}/fork/"), ("GET", "/api/sessions/compare/"),
+    ("GET", "/api/sessions/{id}/approvals/"), ("POST", "/api/sessions/{id}/approvals/{seq}/"),
+    ("POST", "/api/sessions/{id}/pause/"), ("POST", "/api/sessions/{id}/resume/"),
     ("POST", "/api/token/"), ("DELETE", "/api/token/"),
     ("POST", "/api/token/rotate/"),
 }

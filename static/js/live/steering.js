@@ -25,6 +25,7 @@ export class RunSteering {
 
   /** The session changed: the buttons, and the cards if a call may have started or stopped waiting. */
   update(session) {
+    if (this.session && session.rev < this.session.rev) return; // an older picture of the session
     const before = this.session;
     this.session = session;
     this.renderButtons();

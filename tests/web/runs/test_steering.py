@@ -214,10 +214,12 @@ def test_a_pause_asked_before_the_run_starts_holds_it_at_its_first_call(api, use
 
 
 @pytest.mark.django_db(transaction=True)
-def test_pause_of_an_ended_session_is_a_conflict(api, user):
+def test_pause_of_an_ended_session_changes_nothing(api, user):
     session = launch(user, "slow_count", {"n": 1, "delay_s": 0})
     wait_for_end(session)
-    assert api.post(f"/api/sessions/{session.pk}/pause/").status_code == 409
+    response = api.post(f"/api/sessions/{session.pk}/pause/")
+    assert response.status_code == 200
+    assert response.json()["status"] == "completed" and response.json()["pause_requested"] is False
 
 
 @pytest.mark.django_db(transaction=True)
