@@ -55,7 +55,7 @@ def owned(user, access_functions):
 def value_for(session):
     samples = {"session_id": str(session.pk), "pk": str(session.pk), "id": str(session.pk), "name": "uses_secret",
                "app_label": "dag", "object_id": "1", "content_type_id": "1", "url": "x", "format": "json",
-               "token": "not-a-share-token"}
+               "token": "not-a-share-token", "seq": "0"}
     return lambda name: samples[name]
 
 
