@@ -19,6 +19,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from multiprocessing.connection import Connection
 from typing import Callable, Sequence
 
@@ -33,16 +34,23 @@ from .spans import node_span
 SERVICE = "openprogram-web"
 TERMINAL = frozenset({"completed", "error", "cancelled", "refused", "interrupted"})  # a node's span ends with it
 FLUSH_TIMEOUT_MS = 60_000
+AWAY_S = 5.0  # after a failed export, how long ended spans are dropped unbuilt before the next try
 NICENESS = 10
 
 
 class CountedExporter(SpanExporter):
-    """The OTLP exporter, counting what it delivered and what it could not (`report(totals)` after each)."""
+    """The OTLP exporter, counting what it delivered and what it could not (`report(totals)` after each).
+
+    After a batch it could not deliver, the receiver is taken for away for AWAY_S: the spans ended
+    meanwhile are dropped (`drop`) without being built or encoded, which would be work on the machine
+    the runs use for spans no one takes; then the next batch tries again.
+    """
 
     def __init__(self, exporter: SpanExporter, report: Callable[[dict], None]):
         self.exporter = exporter
         self.report = report
         self.totals = {"exported": 0, "dropped": 0}
+        self.away_until = 0.0
         self._lock = threading.Lock()
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
@@ -50,11 +58,23 @@ class CountedExporter(SpanExporter):
             result = self.exporter.export(spans)
         except Exception:  # an exporter must not take the processor's thread down with it
             result = SpanExportResult.FAILURE
+        if result is not SpanExportResult.SUCCESS:
+            self.away_until = time.monotonic() + AWAY_S
+        self._count("exported" if result is SpanExportResult.SUCCESS else "dropped", len(spans))
+        return result
+
+    def away(self) -> bool:
+        return time.monotonic() < self.away_until
+
+    def drop(self, spans: int) -> None:
+        if spans:
+            self._count("dropped", spans)
+
+    def _count(self, outcome: str, spans: int) -> None:
         with self._lock:
-            self.totals["exported" if result is SpanExportResult.SUCCESS else "dropped"] += len(spans)
+            self.totals[outcome] += spans
             totals = dict(self.totals)
         self.report(totals)
-        return result
 
     def shutdown(self) -> None:
         self.exporter.shutdown()
@@ -84,11 +104,13 @@ def serve(receiving: Connection, sending: Connection, url: str, timeout_s: float
             except (EOFError, OSError):
                 break
             if message[0] == "changes":
-                for session_id, changes in message[1]:
-                    for change in changes:
-                        node = change.get("node") if change.get("type") == "node" else None
-                        if node is not None and node["status"] in TERMINAL:
-                            processor.on_end(node_span(session_id, node, resource))
+                ended = [(session_id, change["node"]) for session_id, changes in message[1] for change in changes
+                         if change.get("type") == "node" and change["node"]["status"] in TERMINAL]
+                if exporter.away():
+                    exporter.drop(len(ended))
+                    continue
+                for session_id, node in ended:
+                    processor.on_end(node_span(session_id, node, resource))
             elif message[0] == "flush":
                 processor.force_flush(FLUSH_TIMEOUT_MS)
                 send({"flushed": True, **exporter.totals})

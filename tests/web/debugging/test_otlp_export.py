@@ -102,9 +102,13 @@ def test_an_unreachable_receiver_drops_the_spans_with_a_counted_warning(exportin
     with caplog.at_level(logging.WARNING, logger="dag.telemetry.export"):
         session = recorded(user, "two_questions")
         forwarder.flush()
-    assert session.status == "completed"
-    assert forwarder.dropped == 3 and forwarder.exported == 0
+        # The receiver is now taken for away: the next run's spans are dropped without being built.
+        later = recorded(user, "two_questions")
+        forwarder.flush()
+    assert session.status == later.status == "completed"
+    assert forwarder.dropped == 6 and forwarder.exported == 0
     assert "OpenTelemetry: 3 span(s) dropped so far" in caplog.text and "OPENPROGRAM_OTLP_ENDPOINT" in caplog.text
+    assert caplog.text.count("span(s) dropped so far") == 1  # warned once a minute, not per batch
 
 
 def test_the_endpoint_setting_is_checked(settings):
