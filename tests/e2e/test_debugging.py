@@ -40,6 +40,7 @@ def test_replay_opens_the_replayed_run_with_the_same_result(page):
     page.wait_for_url(lambda url: SESSION_URL.search(url) and original not in url)
     expect(role(page, "session-status")).to_have_text("completed", timeout=30000)
     expect(role(page, "lineage")).to_contain_text("Replay of")
+    expect(page.locator(".tree-canvas .row .flag-replayed").first).to_have_text("replayed")
     replay = Session.objects.get(pk=SESSION_URL.search(page.url).group(1))
     assert replay.replay_of_id is not None and str(replay.replay_of_id) == original
     assert replay.result == Session.objects.get(pk=original).result

@@ -114,6 +114,7 @@ export class TreeView {
     el("span", {class: "args", text: node.kind === "llm" ? llmPreview(node) : preview(node.input)}),
     el("span", {class: "meta"},
       node.status === "refused" ? el("span", {class: "flag flag-refused", text: refusedByBudget(node) ? "budget" : "refused"}) : null,
+      node.replayed ? el("span", {class: "flag flag-replayed", text: "replayed", title: "Answered from the recorded run"}) : null,
       node.kind === "code" ? depthBadge(node, ceiling, atCeiling) : null,
       el("span", {class: "tokens", text: formatTokens(node.usage)}),
       el("span", {class: "duration", text: formatDuration(duration)})));
