@@ -32,8 +32,8 @@ def unattended_by_default() -> bool:
 
 def environment_problems() -> list[str]:
     """What is wrong with the runtime's OPENPROGRAM_* environment variables, one message each (the model
-    spec and its provider's key, the default budget, the reply caps, the model timeout and retries, OPENPROGRAM_UNATTENDED,
-    the approval timeout)."""
+    spec and its provider's key, the default budget, the reply caps, the model timeout and retries,
+    OPENPROGRAM_UNATTENDED, the approval timeout)."""
     from .approval import approval_timeout_s
     from .default_budget import default_llm_calls
     from .dispatch import max_tool_calls_per_reply

@@ -38,7 +38,8 @@ class LaunchOptionsForm(forms.Form):
         self.fields["unattended"] = forms.BooleanField(
             required=False, label="Unattended",
             help_text="No one will answer approval requests: tools that need a person's approval are not offered "
-                      "to the run's models. Left unchecked, each such call waits on this run's page for Approve or Deny.")
+                      "to the run's models. Left unchecked, each such call waits on this run's page for Approve or "
+                      "Deny.")
         self.budget: dict | None = None
         self.model: str | None = None
 
