@@ -54,11 +54,14 @@ def test_the_card_fits_a_phone_and_its_buttons_are_in_reach(page):
     expect(role(page, "session-status")).to_have_text("completed", timeout=30000)
 
 
-def test_the_session_list_says_a_run_awaits_approval(page):
+def test_a_session_list_open_in_another_tab_says_a_run_awaits_approval(page):
+    other_tab = page.context.new_page()
+    other_tab.goto("/sessions/")
     waiting_card(page, "list me")
-    page.goto("/sessions/")
-    expect(page.locator("tr [data-role=status]").first).to_have_text("awaiting approval")
-    page.locator("tr [data-role=stop]").first.click()
+    # Live: the list was open before the run began to wait.
+    expect(other_tab.locator("tr [data-role=status]").first).to_have_text("awaiting approval", timeout=30000)
+    other_tab.locator("tr [data-role=stop]").first.click()
+    expect(role(page, "session-status")).to_have_text("cancelled", timeout=30000)
 
 
 def test_pause_and_resume_beside_stop(page):
