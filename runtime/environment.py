@@ -30,6 +30,16 @@ def unattended_by_default() -> bool:
     return env_flag("OPENPROGRAM_UNATTENDED", True)
 
 
+def unattended_if_set() -> bool:
+    """Whether OPENPROGRAM_UNATTENDED is set on (unset, off or not an on/off word: False). The web app's
+    launches are attended unless asked, or unless this says no one attends any run here; a bad word is
+    named where a run builds its runtime, as before."""
+    try:
+        return env_flag("OPENPROGRAM_UNATTENDED", False)
+    except ValueError:
+        return False
+
+
 def environment_problems() -> list[str]:
     """What is wrong with the runtime's OPENPROGRAM_* environment variables, one message each (the model
     spec and its provider's key, the default budget, the reply caps, the model timeout and retries,

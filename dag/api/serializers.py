@@ -211,9 +211,10 @@ class LaunchSerializer(serializers.Serializer):
                                      "\"openai:gpt-4o-mini\" (default: the server's); "
                                      "GET /api/models/ lists what this server offers.")
     unattended = serializers.BooleanField(
-        required=False, default=False,
+        required=False, allow_null=True, default=None,
         help_text="true: no one attends the run, so tools that need a person's approval are not offered to "
-                  "its models. Default false: such calls wait for an answer (GET /api/sessions/{id}/approvals/).")
+                  "its models. Default false (unless the server sets OPENPROGRAM_UNATTENDED on): such calls "
+                  "wait for an answer (GET /api/sessions/{id}/approvals/).")
 
 
 class LaunchErrorSerializer(serializers.Serializer):

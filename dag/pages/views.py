@@ -9,6 +9,8 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
+from runtime.environment import unattended_if_set
+
 from ..models import Session
 from ..runs import catalog
 from ..runs.launch import LaunchLimited, LaunchRejected, launch
@@ -64,7 +66,7 @@ def function_form(request, name: str):
         form = LaunchForm(entry.tool, initial_args=again.args if again and isinstance(again.args, dict) else None)
         options = LaunchOptionsForm(initial_budget=again.launch_budget if again else None,
                                     initial_model=again.model if again else None,
-                                    initial_unattended=again is not None and not again.attended)
+                                    initial_unattended=not again.attended if again else unattended_if_set())
         status = 200
     return render(request, "functions/form.html", {"entry": entry, "form": form, "options": options,
                                                    "repeats": again}, status=status)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from runtime.environment import unattended_if_set
 from runtime.spec import argument_errors
 
 from ..conf import conf
@@ -115,12 +116,15 @@ def argument_problems(tool, args) -> dict:
 
 
 def create_session(owner, function: str, args, budget: dict | None = None, model: str | None = None,
-                   origin: dict | None = None, *, unattended: bool = False) -> Session:
+                   origin: dict | None = None, *, unattended: bool | None = None) -> Session:
     """A queued session for `function(**args)` owned by `owner`, run under `budget` (see `launch_budget`)
     on `model` (see `model_choice`; None: the server's), or LaunchRejected saying what is wrong
     (LaunchLimited when `owner` is over a per-user limit). `origin`: the session fields of a replay or a
     fork (`dag.runs.rerun`). Attended (a person answers its approval requests, `dag.runs.steering`)
-    unless `unattended`: then tools that need approval are not offered to its models."""
+    unless `unattended` (None: unless OPENPROGRAM_UNATTENDED is set on): then tools that need approval are
+    not offered to its models."""
+    if unattended is None:
+        unattended = unattended_if_set()
     if not isinstance(unattended, bool):
         raise LaunchRejected({"unattended": [f"must be true or false, got {unattended!r}"]})
     if not isinstance(function, str) or not function:
@@ -160,7 +164,7 @@ def _admit_another_run(owner) -> None:
 
 
 def launch(owner, function: str, args, budget: dict | None = None, model: str | None = None,
-           origin: dict | None = None, *, unattended: bool = False) -> Session:
+           origin: dict | None = None, *, unattended: bool | None = None) -> Session:
     """Create the session and submit it to the configured executor (after the row is committed)."""
     executor = get_executor()  # first: a misconfigured executor must not leave a session queued forever
     session = create_session(owner, function, args, budget, model, origin, unattended=unattended)

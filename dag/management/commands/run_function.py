@@ -185,7 +185,7 @@ class Command(BaseCommand):
         with _ctrl_c_counted() as presses:
             try:
                 session = launch(user, entry.name, form.args, budget, model=options["model"],
-                                 unattended=options["unattended"] or not sys.stdin.isatty())
+                                 unattended=True if options["unattended"] or not sys.stdin.isatty() else None)
             except LaunchRejected as exc:  # a model not offered here, or the catalog changed since the check
                 raise CommandError(f"cannot launch {entry.name}: {exc}", returncode=EXIT_BAD_INVOCATION) from None
             console = Console(file=getattr(self.stdout, "_out", self.stdout), highlight=False)

@@ -243,3 +243,15 @@ def test_a_run_that_died_while_a_call_waited_leaves_no_call_waiting(user):
     write_path.finish_session(session.pk, Session.Status.INTERRUPTED, error="the worker died")
     node.refresh_from_db()
     assert node.status == "interrupted"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_openprogram_unattended_set_on_makes_the_apps_launches_unattended_unless_asked(api, user, monkeypatch):
+    monkeypatch.setenv("OPENPROGRAM_UNATTENDED", "on")
+    default = api.post("/api/sessions/", {"function": "careful_agent", "args": {"task": "a"}}, format="json").json()
+    asked = api.post("/api/sessions/", {"function": "careful_agent", "args": {"task": "b"}, "unattended": False},
+                     format="json").json()
+    assert default["attended"] is False and asked["attended"] is True
+    for session in Session.objects.all():
+        lifecycle.request_stop(session.pk)
+        wait_for_end(session)
