@@ -24,6 +24,13 @@ ENDPOINTS = (
                                          "after revision R."),
     ("GET", "/api/sessions/{id}/export/", "The session's whole DAG as a JSON download, <function>-<id>.json."),
     ("POST", "/api/sessions/{id}/stop/", "Stop the run; idempotent, and no change once it has ended."),
+    ("GET", "/api/sessions/{id}/approvals/", "The session's tool calls waiting for a person's approval, oldest "
+                                             "first: node, tool, arguments, depth, call path."),
+    ("POST", "/api/sessions/{id}/approvals/{seq}/", '{"approve": true} or {"approve": false, "reason": "..."}: '
+                                                    "answer the call waiting at node seq; 409 once answered."),
+    ("POST", "/api/sessions/{id}/pause/", "Pause the run at its next function entry, model call or tool call "
+                                          "(phase paused); no change once it has ended."),
+    ("POST", "/api/sessions/{id}/resume/", "Let a paused run go on, or take back a pause not yet reached."),
     ("POST, DELETE", "/api/sessions/{id}/share/", "POST: a read-only link to the session's live page for anyone "
                                                   "who has it, no login; DELETE revokes all its links."),
     ("POST", "/api/sessions/{id}/replay/", "Run it again with each model call answered from its recorded reply "
@@ -40,8 +47,8 @@ ENDPOINTS = (
 
 class EndpointSerializer(serializers.Serializer):
     methods = serializers.CharField(help_text='The HTTP methods it answers, e.g. "GET, POST".')
-    path = serializers.CharField(help_text="Its path; {id} and {name} stand for a session's id and a "
-                                           "function's name.")
+    path = serializers.CharField(help_text="Its path; {id}, {name} and {seq} stand for a session's id, "
+                                           "a function's name and a node's seq.")
     description = serializers.CharField()
 
 
