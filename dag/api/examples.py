@@ -19,7 +19,8 @@ LAUNCH_LIMITED = {"detail": "local already has 4 sessions queued or running; the
 _SESSION_ID = "f5c32d6e-c283-460e-aca0-14e7a9dfc245"
 QUEUED_SESSION = {
     "id": _SESSION_ID, "function": "slow_count", "args": {"n": 5, "delay_s": 0}, "status": "queued",
-    "phase": "queued", "result": None, "error": "", "cancel_requested": False, "budget": None,
+    "phase": "queued", "result": None, "error": "", "cancel_requested": False, "attended": True,
+    "pause_requested": False, "budget": None,
     "budget_spend": None, "launch_budget": None, "model": "sim", "rev": 0, "node_count": 0,
     "created_at": "2026-12-01T13:06:34.005047+00:00", "started_at": None, "finished_at": None, "worker": None,
     "replay_of": None, "forked_from": None, "counts": {}, "usage": {"llm_calls": 0, "input_tokens": 0, "output_tokens": 0}, "warning": "",
@@ -59,6 +60,17 @@ CHILD_NODE = {
     "input": {"i": 1, "delay_s": 0.0}, "output": 1, "rev": 4, "started_at": "2026-12-01T13:06:34.024165+00:00",
     "finished_at": "2026-12-01T13:06:34.024375+00:00", "duration_ms": 0,
 }
+# Steering: careful_agent's model asks to call publish_note, a tool a person must approve.
+LAUNCH_CAREFUL = {"function": "careful_agent", "args": {"task": "the build is green"}}
+APPROVAL_REQUEST = {"node": 2, "tool": "publish_note", "arguments": {"text": "Publish a note: the build is green"},
+                    "depth": 2, "requested_at": "2026-12-07T06:28:06.323628+00:00",
+                    "path": ["careful_agent", "publish_note"]}
+APPROVE = {"approve": True}
+DENY = {"approve": False, "reason": "not before the release"}
+NO_SUCH_REQUEST = {"detail": "no call of this session waits for approval at node 0"}
+ANSWERED_ALREADY = {"detail": "the call at node 2 was answered already"}
+PAUSE_REQUESTED_SESSION = {**QUEUED_SESSION, "pause_requested": True, "rev": 1}
+PAUSE_TAKEN_BACK_SESSION = {**QUEUED_SESSION, "rev": 2}
 PAGE_LINKS = {"count": 3, "next": "http://127.0.0.1:8000/api/sessions/?page=3&page_size=1",
               "previous": "http://127.0.0.1:8000/api/sessions/?page_size=1"}
 NOT_FOUND = {"detail": "No Session matches the given query."}
@@ -93,3 +105,15 @@ NODES_EXAMPLES = [response("The entry call", ENTRY_NODE, "The call the session s
 EXPORT_EXAMPLES = [response("A whole DAG", {"version": 1, "session": RECORDED_SESSION,
                                             "nodes": [ENTRY_NODE, CHILD_NODE]}, "Session and nodes in seq order")]
 STOP_EXAMPLES = [response("Stopped before it started", CANCELLED_SESSION, "A stop of a queued session")]
+APPROVALS_EXAMPLES = [response("A call waiting", APPROVAL_REQUEST, "careful_agent's call of publish_note, at depth 2")]
+ANSWER_EXAMPLES = [
+    request("Approve", APPROVE, "The tool runs"),
+    request("Deny, saying why", DENY, "The model reads the denial, with the reason, as the tool's result"),
+    response("Denied", DENY, "The answer as stored"),
+    response("No call waits there", NO_SUCH_REQUEST, "Here the agent's own node", 404),
+    response("Answered already", ANSWERED_ALREADY, "A second answer to the same call", 409),
+]
+PAUSE_EXAMPLES = [response("Pause asked for before the start", PAUSE_REQUESTED_SESSION,
+                           "The run pauses at its first boundary")]
+RESUME_EXAMPLES = [response("Pause taken back before the start", PAUSE_TAKEN_BACK_SESSION,
+                            "The run will not pause")]

@@ -72,10 +72,15 @@ class SessionRecordSerializer(AsDictSerializer):
     args = ArgumentsField()
     status = serializers.ChoiceField(choices=SESSION_STATUSES)
     phase = serializers.CharField(help_text='The status as shown: "cancelling" between a stop request and the '
-                                            "run's end, else the status.")
+                                            'end of the run, "awaiting_approval" or "paused" while a running '
+                                            "run waits, else the status.")
     result = serializers.JSONField(allow_null=True)
     error = serializers.CharField(allow_blank=True)
     cancel_requested = serializers.BooleanField()
+    attended = serializers.BooleanField(help_text="Whether a person may answer its approval requests (launched "
+                                                  "attended); if not, tools that need approval are not offered.")
+    pause_requested = serializers.BooleanField(help_text="A pause asked for and not yet taken back: the run "
+                                                         "pauses at its next function entry, model call or tool call.")
     budget = serializers.JSONField(allow_null=True)
     budget_spend = serializers.JSONField(allow_null=True)
     launch_budget = serializers.JSONField(allow_null=True, help_text="The budget asked for at launch, if any.")

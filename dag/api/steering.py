@@ -6,7 +6,7 @@ the API.
 """
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from ..recording import write_path
 from ..runs import steering
 from ..runs.rerun import own_session
+from . import examples
 from .debugging import NOT_FOUND, SESSION_ID, body_object, not_an_object
 from .serializers import NotFoundSerializer, SessionSerializer
 
@@ -42,7 +43,8 @@ def _not_found() -> Response:
 class ApprovalsView(APIView):
     """The session's tool calls waiting for a person's approval, oldest first."""
 
-    @extend_schema(parameters=[SESSION_ID], responses={200: ApprovalRequestShape, 404: NotFoundSerializer})
+    @extend_schema(parameters=[SESSION_ID], responses={200: ApprovalRequestShape, 404: NotFoundSerializer},
+                   examples=examples.APPROVALS_EXAMPLES)
     def get(self, request, **route):
         session = own_session(request.user, route["id"])
         if session is None:
@@ -55,7 +57,8 @@ class ApprovalAnswerView(APIView):
     the denial, with the reason, as the tool's result). 404: no call waits there; 409: answered already."""
 
     @extend_schema(parameters=[SESSION_ID, NODE_SEQ], request=AnswerShape,
-                   responses={200: AnswerShape, 400: DetailShape, 404: NotFoundSerializer, 409: DetailShape})
+                   responses={200: AnswerShape, 400: DetailShape, 404: NotFoundSerializer, 409: DetailShape},
+                   examples=examples.ANSWER_EXAMPLES)
     def post(self, request, **route):
         session = own_session(request.user, route["id"])
         if session is None:
@@ -80,11 +83,10 @@ class ApprovalAnswerView(APIView):
         return Response(answer)
 
 
-class PauseView(APIView):
-    """Pause the run at its next function entry, model call or tool call (`phase` `paused` once there).
-    Like a stop, it changes nothing once the session has ended (the session is answered as it is)."""
+class PauseSwitchView(APIView):
+    """Set the session's `pause_requested` to the view's `paused`: shared by pause and resume."""
 
-    paused = True
+    paused: bool
 
     @extend_schema(request=None, parameters=[SESSION_ID], responses={200: SessionSerializer, 404: NotFoundSerializer})
     def post(self, request, **route):
@@ -94,7 +96,16 @@ class PauseView(APIView):
         return Response(SessionSerializer(steering.set_pause(session, self.paused)).data)
 
 
-class ResumeView(PauseView):
+@extend_schema_view(post=extend_schema(examples=examples.PAUSE_EXAMPLES))
+class PauseView(PauseSwitchView):
+    """Pause the run at its next function entry, model call or tool call (`phase` `paused` once there).
+    Like a stop, it changes nothing once the session has ended (the session is answered as it is)."""
+
+    paused = True
+
+
+@extend_schema_view(post=extend_schema(examples=examples.RESUME_EXAMPLES))
+class ResumeView(PauseSwitchView):
     """Let a paused run go on (or take back a pause it has not reached yet)."""
 
     paused = False

@@ -11,7 +11,7 @@ from django.core.management import call_command
 from dag.api import examples
 from dag.models import Session
 
-from ..launch_helpers import wait_for_end
+from ..launch_helpers import wait_for, wait_for_end
 
 pytestmark = pytest.mark.django_db
 
@@ -59,7 +59,9 @@ def test_the_launch_docs_show_real_bodies_not_placeholders(schema):
         assert launch["responses"][code]["content"]["application/json"]["examples"], code
     for path, method in (("/api/sessions/", "get"), ("/api/sessions/{id}/", "get"),
                          ("/api/sessions/{id}/nodes/", "get"), ("/api/sessions/{id}/export/", "get"),
-                         ("/api/sessions/{id}/stop/", "post")):
+                         ("/api/sessions/{id}/stop/", "post"), ("/api/sessions/{id}/approvals/", "get"),
+                         ("/api/sessions/{id}/approvals/{seq}/", "post"), ("/api/sessions/{id}/pause/", "post"),
+                         ("/api/sessions/{id}/resume/", "post")):
         assert schema["paths"][path][method]["responses"]["200"]["content"]["application/json"]["examples"], path
 
 
@@ -112,6 +114,34 @@ def test_the_stop_example_is_a_stop_before_the_start(api, post_queued):
     session_id = post_queued(examples.LAUNCH_SLOW_COUNT).json()["id"]
     same_apart_from_per_run(api.post(f"/api/sessions/{session_id}/stop/").json(), examples.CANCELLED_SESSION)
     assert Session.objects.get(pk=session_id).status == "cancelled"
+
+
+@pytest.mark.django_db(transaction=True)  # committed: the executor runs it, its heartbeat sees the session
+def test_the_approval_examples_are_what_a_waiting_careful_agent_answers(api):
+    response = api.post("/api/sessions/", examples.LAUNCH_CAREFUL, format="json")
+    assert response.status_code == 201, response.json()
+    session = Session.objects.get(pk=response.json()["id"])
+    approvals = f"/api/sessions/{session.pk}/approvals/"
+    [waiting] = wait_for(lambda: api.get(approvals).json() or None, what="careful_agent's approval request")
+    assert {**waiting, "requested_at": None} == {**examples.APPROVAL_REQUEST, "requested_at": None}
+    answer = f"{approvals}{waiting['node']}/"
+    not_waiting = api.post(f"{approvals}0/", examples.APPROVE, format="json")
+    assert not_waiting.status_code == 404 and not_waiting.json() == examples.NO_SUCH_REQUEST
+    denied = api.post(answer, examples.DENY, format="json")
+    assert denied.status_code == 200 and denied.json() == examples.DENY
+    again = api.post(answer, examples.APPROVE, format="json")
+    assert again.status_code == 409 and again.json() == examples.ANSWERED_ALREADY
+    assert wait_for_end(session).status == "completed", session.error
+
+
+def test_the_pause_and_resume_examples_are_a_pause_before_the_start(api, post_queued):
+    session_id = post_queued(examples.LAUNCH_SLOW_COUNT).json()["id"]
+    paused = api.post(f"/api/sessions/{session_id}/pause/").json()
+    same_apart_from_per_run(paused, examples.PAUSE_EXAMPLES[0].value)
+    resumed = api.post(f"/api/sessions/{session_id}/resume/").json()
+    same_apart_from_per_run(resumed, examples.RESUME_EXAMPLES[0].value)
+    assert [paused["rev"], resumed["rev"]] == [examples.PAUSE_EXAMPLES[0].value["rev"],
+                                              examples.RESUME_EXAMPLES[0].value["rev"]]
 
 
 def test_the_not_found_example_is_the_answer_for_no_such_session(api):
