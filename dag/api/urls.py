@@ -35,6 +35,6 @@ urlpatterns = guarded([path("", ApiIndexView.as_view(), name="api-index")] + DEB
     path("docs/", DocsView.as_view(url_name="schema"), name="api-docs"),
     # Last: any other path is the API's JSON 404, not Django's page. Only paths ending in "/", so that
     # Django still redirects "/api/sessions" to "/api/sessions/" (APPEND_SLASH), and an unknown
-    # "/api/x" to "/api/x/", which answers this.
-    re_path(r"^.*/$", NoSuchEndpoint.as_view(), name="api-not-found"),
+    # "/api/x" to "/api/x/", which answers this. [\s\S], not ".": "." misses a newline (%0A) in the path.
+    re_path(r"^[\s\S]*/$", NoSuchEndpoint.as_view(), name="api-not-found"),
 ])

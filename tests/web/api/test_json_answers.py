@@ -106,7 +106,8 @@ def test_problems_with_the_arguments_as_a_whole_are_still_a_list(launch, setting
 # --- paths no endpoint has -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("path", ["/api/nonexistent/", "/api/functions/a%2Fb/", "/api/sessions/x/nope/",
-                                  "/api/token/x/", "/api/a/b/c/"])
+                                  "/api/token/x/", "/api/a/b/c/",
+                                  "/api/sessions/a%0Ab/approvals/true/"])  # a newline in the path
 @pytest.mark.parametrize("method", ["get", "post", "delete", "options"])
 def test_a_path_no_endpoint_has_is_a_json_404(token_api, path, method):
     response = getattr(token_api, method)(path)
