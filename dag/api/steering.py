@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from ..recording import write_path
 from ..runs import steering
+from ..runs.launch_values import NUL_PROBLEM, SURROGATE_PROBLEM, holds_nul, lone_surrogate
 from ..runs.rerun import own_session
 from . import examples
 from .debugging import NOT_FOUND, SESSION_ID, body_object, not_an_object
@@ -72,6 +73,10 @@ class ApprovalAnswerView(APIView):
         if not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS:
             return Response({"reason": [f"must be text of at most {MAX_REASON_CHARS} characters"]},
                             status=status.HTTP_400_BAD_REQUEST)
+        # The answer is stored in jsonb, which holds neither: a 500 on PostgreSQL, not a 400, without this.
+        unstorable = NUL_PROBLEM if holds_nul(reason) else SURROGATE_PROBLEM if lone_surrogate(reason) else None
+        if unstorable:
+            return Response({"reason": [unstorable]}, status=status.HTTP_400_BAD_REQUEST)
         try:
             answer = steering.answer_approval(session, route["seq"], approve, reason.strip())
         except write_path.NoSuchRequest:

@@ -1,6 +1,7 @@
 """Steering a live run through the API: approving and denying tool calls, timeouts, stops, pause and resume."""
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
@@ -87,6 +88,21 @@ def test_a_second_answer_is_a_conflict_and_a_call_that_does_not_wait_is_not_foun
     assert answer(api, session, request["node"], approve="yes").status_code == 400
     assert answer(api, session, request["node"], approve=False).status_code == 200
     assert answer(api, session, request["node"], approve=True).status_code == 409
+    wait_for_end(session)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_reason_no_database_could_store_is_a_400_naming_it(api, user):
+    # PostgreSQL's jsonb holds neither NUL nor a lone surrogate: storing one was a 500 there.
+    session = launch(user, "careful_agent", {"task": "odd reasons"})
+    [request] = approvals(api, session)
+    for reason in ("not\x00now", "half \ud83d of a pair"):
+        body = json.dumps({"approve": False, "reason": reason})  # escaped: the client's renderer cannot send it
+        response = api.post(f"/api/sessions/{session.pk}/approvals/{request['node']}/", body,
+                            content_type="application/json")
+        assert response.status_code == 400 and list(response.json()) == ["reason"], response.content
+    assert tool_node(session, "publish_note").status == "awaiting_approval"
+    assert answer(api, session, request["node"], approve=False, reason="not now").status_code == 200
     wait_for_end(session)
 
 
