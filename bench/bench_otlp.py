@@ -3,7 +3,7 @@
 One process, Django on a throwaway SQLite database, runs the same session over and over: `slow_count`
 (n=2000, delay_s=0: 2,001 recorded calls, each a span) and `wiki_agent` (model calls on the simulated
 model), each under four exports, in interleaved rounds (off, unreachable, black hole, receiving, off, ...)
-so the machine's drift hits them alike:
+in a rotating order, so the machine's drift hits them alike:
 
 - off: no endpoint;
 - unreachable: a port nothing listens on (each export is refused at once);
@@ -95,11 +95,15 @@ def main() -> None:
 
     for function, args in RUNS:
         timed_run(function, args)  # warm: imports, caches, the first id block
-    for _ in range(ROUNDS):
-        for name, endpoint in endpoints.items():
+    names = list(endpoints)
+    for round_number in range(ROUNDS):
+        # Each round starts with another export, so none is always timed right after another's shutdown.
+        for name in names[round_number % len(names):] + names[:round_number % len(names)]:
+            endpoint = endpoints[name]
             forwarder = export.start(endpoint, EXPORT_TIMEOUT_S) if endpoint else None
-            if forwarder is not None:
-                forwarder.flush()  # its span process started (its imports done) before the timing
+            if forwarder is not None:  # its span process starts at the first change: before the timing
+                timed_run(*RUNS[1])
+                forwarder.flush()
             for function, args in RUNS:
                 timings[function, name].append(timed_run(function, args))
             if forwarder is not None:

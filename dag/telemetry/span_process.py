@@ -67,8 +67,10 @@ class CountedExporter(SpanExporter):
         return time.monotonic() < self.away_until
 
     def drop(self, spans: int) -> None:
-        if spans:
-            self._count("dropped", spans)
+        """Count `spans` dropped unbuilt; reported with the next batch's outcome or flush, not now (a
+        report wakes a thread of the serving process)."""
+        with self._lock:
+            self.totals["dropped"] += spans
 
     def _count(self, outcome: str, spans: int) -> None:
         with self._lock:
@@ -116,6 +118,7 @@ def serve(receiving: Connection, sending: Connection, url: str, timeout_s: float
                 send({"flushed": True, **exporter.totals})
     finally:
         processor.shutdown()
+        send(dict(exporter.totals))  # the last word: what was sent and dropped in all
 
 
 def main(argv: list[str]) -> None:
