@@ -42,13 +42,16 @@ def unattended_if_set() -> bool:
 
 def environment_problems() -> list[str]:
     """What is wrong with the runtime's OPENPROGRAM_* environment variables, one message each (the model
-    spec and its provider's key, the default budget, the reply caps, the model timeout and retries,
-    OPENPROGRAM_UNATTENDED, the approval timeout)."""
+    spec and its provider's key, the default budget in calls and money, the price file, the repeat
+    limits, the reply caps, the model timeout and retries, OPENPROGRAM_UNATTENDED, the approval
+    timeout)."""
     from .approval import approval_timeout_s
-    from .default_budget import default_llm_calls
+    from .default_budget import default_llm_calls, default_max_cost_usd
     from .dispatch import max_tool_calls_per_reply
     from .providers.base import BUILTIN_PROVIDERS, provider_class, resolve_model
+    from .prices import file_prices
     from .providers.sdk import DEFAULT_TIMEOUT_S, MAX_TOKENS_ENV
+    from .repeats import MAX_FAILED_REPEATS, MAX_FAILED_REPEATS_ENV, MAX_REPEATS, MAX_REPEATS_ENV, repeat_limit
     from .retry import RetryPolicy, env_number
 
     def model_spec() -> None:  # OPENPROGRAM_MODEL, and the key or base URL of the provider it names
@@ -61,7 +64,10 @@ def environment_problems() -> list[str]:
         if problem:
             raise ValueError(f"OPENPROGRAM_MODEL names the {name} provider, but there is {problem}")
 
-    readers = [model_spec, default_llm_calls, max_tool_calls_per_reply, RetryPolicy.from_env, unattended_by_default,
+    readers = [model_spec, default_llm_calls, default_max_cost_usd, file_prices,
+               lambda: repeat_limit(MAX_FAILED_REPEATS_ENV, MAX_FAILED_REPEATS),
+               lambda: repeat_limit(MAX_REPEATS_ENV, MAX_REPEATS),
+               max_tool_calls_per_reply, RetryPolicy.from_env, unattended_by_default,
                lambda: env_number("OPENPROGRAM_MODEL_TIMEOUT_S", DEFAULT_TIMEOUT_S),
                lambda: env_number(MAX_TOKENS_ENV, None, int), approval_timeout_s]
     problems = []

@@ -109,7 +109,7 @@ def _read_price_file(path: str) -> dict[str, Price]:
     return prices
 
 
-def _file_prices() -> dict[str, Price]:
+def file_prices() -> dict[str, Price]:
     """The OPENPROGRAM_PRICES file's prices ({} when unset), read again only when the file changed."""
     global _file_cache
     path = os.environ.get(PRICES_ENV, "").strip()
@@ -132,7 +132,7 @@ def price_of(provider: Optional[str], model: Optional[str]) -> Optional[Price]:
     if not model:
         return None
     names = [f"{provider}:{model}", model] if provider else [model]
-    for source in (_set_in_code, _file_prices(), BUILTIN_PRICES):
+    for source in (_set_in_code, file_prices(), BUILTIN_PRICES):
         for name in names:
             price = source.get(name)
             if price is not None:
