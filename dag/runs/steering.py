@@ -190,15 +190,28 @@ def _woken(session_id: str) -> None:
 def pending_approvals(session: Session) -> list[dict]:
     """The session's calls waiting for approval, oldest first: {"node": seq, "tool", "arguments", "depth",
     "requested_at", "path": the names of the calls from the entry call down to it}."""
-    waiting = session.nodes.filter(status=Node.Status.AWAITING_APPROVAL).order_by("seq")
+    waiting = list(session.nodes.filter(status=Node.Status.AWAITING_APPROVAL).order_by("seq"))
+    callers = _callers_of(waiting)
     return [{"node": node.seq, "tool": node.name, "arguments": node.input or {}, "depth": node.depth,
-             "requested_at": iso(node.started_at), "path": _call_path(node)} for node in waiting]
+             "requested_at": iso(node.started_at), "path": _call_path(node, callers)} for node in waiting]
 
 
-def _call_path(node: Node) -> list[str]:
+def _callers_of(nodes: list[Node]) -> dict:
+    """{id: (name, parent id)} of every caller of `nodes`, up to the entry call: one query per level of
+    nesting, however many calls wait (one query per caller of each was N+1 in a polled list)."""
+    callers: dict = {}
+    wanted = {node.parent_id for node in nodes} - {None}
+    while wanted:
+        rows = list(Node.objects.filter(pk__in=wanted).values_list("pk", "name", "parent_id"))
+        callers.update((pk, (name, parent_id)) for pk, name, parent_id in rows)
+        wanted = {parent_id for _, _, parent_id in rows} - {None} - callers.keys()
+    return callers
+
+
+def _call_path(node: Node, callers: dict) -> list[str]:
     names, parent_id = [node.name], node.parent_id
-    while parent_id is not None:
-        name, parent_id = Node.objects.values_list("name", "parent_id").get(pk=parent_id)
+    while parent_id in callers:
+        name, parent_id = callers[parent_id]
         names.append(name)
     return names[::-1]
 

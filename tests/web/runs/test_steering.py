@@ -5,6 +5,8 @@ import json
 import threading
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from dag.models import Node, Session
@@ -105,6 +107,23 @@ def test_a_reason_no_database_could_store_is_a_400_naming_it(api, user):
     assert answer(api, session, request["node"], approve=False, reason="not now").status_code == 200
     wait_for_end(session)
 
+
+def test_listing_waiting_calls_takes_as_many_queries_for_six_as_for_one(api, user):
+    session = Session.objects.create(owner=user, function="delegate_note", status="running", attended=True)
+    entry = Node.objects.create(session=session, seq=0, kind="code", name="delegate_note", depth=1)
+    agent = Node.objects.create(session=session, seq=1, parent=entry, kind="code", name="careful_agent", depth=2)
+
+    def queries_for(waiting: int) -> int:
+        first = Node.objects.filter(session=session).count()
+        Node.objects.bulk_create(Node(session=session, seq=first + i, parent=agent, kind="code", depth=3,
+                                      name="publish_note", status="awaiting_approval") for i in range(waiting))
+        with CaptureQueriesContext(connection) as queries:
+            listed = api.get(f"/api/sessions/{session.pk}/approvals/").json()
+        assert [r["path"] for r in listed] == [["delegate_note", "careful_agent", "publish_note"]] * len(listed)
+        Node.objects.filter(session=session, status="awaiting_approval").delete()
+        return len(queries)
+
+    assert queries_for(6) == queries_for(1)
 
 @pytest.mark.django_db(transaction=True)
 def test_another_users_session_is_not_found(api, user, other_user):
