@@ -21,12 +21,13 @@ _SHOWN_COMPLAINTS = 3
 
 _CONTEXT_WORDS = re.compile(r"context (?:length|window|size)|maximum context|prompt is too long", re.IGNORECASE)
 _CONTEXT_SIZE = re.compile(r"(?:maximum context length is|context window of|context length of|context size \(|"
-                           r"n_ctx[ =:]*)\s*(\d+)", re.IGNORECASE)
-# How llama-cpp-python, vLLM, OpenAI and llama.cpp's server each say how big the prompt was.
+                           r"n_ctx[ =:]*|tokens >)\s*(\d+)", re.IGNORECASE)
+# How llama-cpp-python, vLLM, OpenAI, llama.cpp's server and Anthropic ("prompt is too long: 208310
+# tokens > 200000 maximum") each say how big the prompt was.
 _PROMPT_SIZE = [re.compile(pattern, re.IGNORECASE) for pattern in (
     r"(\d+) in the messages", r"messages resulted in (\d+) tokens", r"(\d+) input tokens",
     r"requested (\d+) tokens in the messages", r"Requested tokens \((\d+)\)",
-    r"prompt (?:contains|is) (?:at least )?(\d+)", r"request \((\d+) tokens\)")]
+    r"prompt (?:contains|is) (?:at least |too long: )?(\d+)", r"request \((\d+) tokens\)")]
 
 
 def complaint(exc: Exception) -> str:

@@ -10,7 +10,7 @@ from runtime.providers.anthropic_provider import AnthropicProvider
 from runtime.providers.openai_provider import OpenAIProvider
 from runtime.retry import ProviderError
 
-from .fakes.protocols import OpenAIWire
+from .fakes.protocols import AnthropicWire, OpenAIWire
 from .fakes.server import FakeServer
 from .test_providers_http import ask, make
 
@@ -105,6 +105,14 @@ def test_other_servers_context_refusals_are_read_alike(body):
     with FakeServer([(400, body)]) as server:
         with pytest.raises(ProviderError, match=r"\(the model's context: 512 tokens; the prompt: 913 tokens\)"):
             ask(make("openai", server)[0])
+
+
+def test_anthropics_context_refusal_is_read_alike():
+    refusal = AnthropicWire.error(400, "prompt is too long: 913 tokens > 512 maximum")
+    with FakeServer([refusal, AnthropicWire.answer("never sent")]) as server:
+        with pytest.raises(ProviderError, match=r"\(the model's context: 512 tokens; the prompt: 913 tokens\)"):
+            ask(make("anthropic", server)[0])
+    assert len(server.requests) == 1
 
 
 def test_a_context_refusal_with_room_asked_for_the_reply_names_the_cap_setting():
