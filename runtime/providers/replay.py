@@ -22,6 +22,7 @@ from typing import Callable, Iterable, Optional
 from ..context import Frame, _current_frame
 from ..errors import OpenProgramError
 from ..messages import ModelReply, ModelRequest, ToolCall
+from ..prices import COST_KEY
 from ..runtime import Runtime
 from .base import Provider
 
@@ -105,7 +106,10 @@ class ReplayProvider(Provider):
                     return recorded_reply(recorded.reply)
                 self._live = True
                 if recorded is not None and self.fork_reply is not None:
-                    return ModelReply(text=self.fork_reply)  # the fork's edited reply, given not replayed
+                    # The fork's edited reply: given, not replayed; no model was asked, so it cost $0, not
+                    # "unknown" (which an unpriced model's zero tokens would read as).
+                    free = {"input_tokens": 0, "output_tokens": 0, COST_KEY: 0.0}
+                    return ModelReply(text=self.fork_reply, usage=free)
         return live.complete(request, check)
 
     def _next(self, path: str) -> Optional[RecordedCall]:

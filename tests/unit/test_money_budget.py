@@ -12,6 +12,7 @@ from runtime.budget import reserve_llm_call
 from runtime.default_budget import admit_default_call, close_frameless_tree, open_frameless_tree
 from runtime.messages import ModelReply, ToolCall
 from runtime.providers import Provider, ScriptedProvider
+from runtime.providers.replay import RecordedCall, ReplayProvider, ReplayRuntime
 
 from .fakes.protocols import OpenAIWire
 from .fakes.server import FakeServer
@@ -321,3 +322,12 @@ def test_a_replayed_reply_costs_nothing_whatever_the_models_price():
     with use_recorder(costs), Budget(max_cost_usd=0.001) as scope:
         assert walker(runtime=Runtime(provider=Replays("m1"))) == "as recorded"
     assert costs.usages[0]["cost_usd"] == 0.0 and scope.snapshot()["spend"]["unpriced_calls"] == 0
+
+
+def test_a_forks_edited_reply_costs_nothing_known_even_for_an_unpriced_model(caplog):
+    replay = ReplayProvider([RecordedCall("walker", 1, {"text": "as recorded"})], fork_at=1, fork_reply="edited")
+    costs = Costs()
+    with use_recorder(costs), Budget(max_cost_usd=1) as scope, caplog.at_level(logging.WARNING, "runtime"):
+        assert walker(runtime=ReplayRuntime(replay, provider=Steps(model="unpriced"))) == "edited"
+    assert costs.usages[0]["cost_usd"] == 0.0 and scope.snapshot()["spend"]["unpriced_calls"] == 0
+    assert "is unknown" not in caplog.text
