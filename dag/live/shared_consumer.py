@@ -41,7 +41,8 @@ class SharedSessionConsumer(SessionConsumer):
         if generation is None:
             await self.close(code=CLOSE_LINK_REFUSED, reason=LINK_REFUSED_REASON)
             return False
-        if not self.take_socket_slot_as(("share", str(session_id), generation)):
+        # Keyed by the token, not the session: a leaked link at its cap leaves the session's other links open.
+        if not self.take_socket_slot_as(("share", str(session_id), token)):
             await self.close(code=CLOSE_TOO_MANY_SOCKETS, reason=TOO_MANY_SOCKETS_REASON)
             return False
         if await database_sync_to_async(share_links.shared_rev)(session_id, generation) is None:

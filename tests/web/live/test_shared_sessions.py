@@ -135,3 +135,27 @@ async def test_an_expired_forged_or_other_sessions_link_is_refused(secret_run, u
     assert (await database_sync_to_async(Client().get)(path)).status_code == 404
     assert (await stream(secret_run.pk, OWN_PAGE, stream_path(path)))[2] == 4403
     assert share_links.generation_of(secret_run.pk, token) is None
+
+
+async def test_each_link_has_its_own_cap_of_open_sockets(secret_run, user, settings, monkeypatch):
+    settings.OPENPROGRAM_MAX_LIVE_SOCKETS_PER_USER = 1
+    settings.OPENPROGRAM_WS_HEARTBEAT_S = 3600
+    from channels.testing import WebsocketCommunicator
+
+    from openprogram_web.asgi import application
+
+    leaked = await database_sync_to_async(share)(user, secret_run)
+    later = time.time() + 60  # a link made another second is another token
+    monkeypatch.setattr(signing.time, "time", lambda: later)
+    teammates = await database_sync_to_async(share)(user, secret_run)
+    assert teammates != leaked
+    held = WebsocketCommunicator(application, stream_path(leaked), headers=OWN_PAGE)
+    assert (await held.connect(timeout=30))[0]
+    assert (await held.receive_json_from(timeout=30))["type"] == "snapshot"
+    try:
+        # The leaked link is at its cap; the teammate's link of the same session is not held by it.
+        assert (await stream(secret_run.pk, OWN_PAGE, stream_path(leaked)))[2] == 4429
+        accepted, frames, code = await stream(secret_run.pk, OWN_PAGE, stream_path(teammates))
+        assert accepted and frames and code != 4429, code
+    finally:
+        await held.disconnect()
