@@ -2,25 +2,33 @@
 from __future__ import annotations
 
 import re
+from argparse import ArgumentTypeError
 from datetime import timedelta
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 from django.utils import timezone
 
 from dag.recording.retention import prune
 
-UNITS = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
+UNIT_SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 AGE = re.compile(r"^(\d+(?:\.\d+)?)([dhms]?)$")
+# Longer ago than any session: beyond some millions of days the cut-off is no date Python can hold.
+MAX_AGE_DAYS = 36500
 
 
 def parse_age(text: str) -> timedelta:
-    """"30d", "12h", "90m", "45s" (a bare number is days) as a timedelta; CommandError naming the form."""
+    """"30d", "12h", "90m", "45s" (a bare number is days) as a timedelta. A wrong one is an
+    ArgumentTypeError naming the form: argparse's usage error from the command line (a CommandError from
+    `call_command`), where a CommandError raised while parsing would be a traceback."""
     match = AGE.match(text.strip().lower())
     if not match:
-        raise CommandError(f"--older-than must be a number of days, hours, minutes or seconds such as 30d, 12h, "
-                           f"90m or 45s; got {text!r}")
+        raise ArgumentTypeError(f"--older-than must be a number of days, hours, minutes or seconds such as 30d, "
+                                f"12h, 90m or 45s; got {text!r}")
     number, unit = match.groups()
-    return timedelta(**{UNITS[unit or "d"]: float(number)})
+    seconds = float(number) * UNIT_SECONDS[unit or "d"]
+    if seconds > MAX_AGE_DAYS * UNIT_SECONDS["d"]:
+        raise ArgumentTypeError(f"--older-than must be at most {MAX_AGE_DAYS}d; got {text!r}")
+    return timedelta(seconds=seconds)
 
 
 class Command(BaseCommand):

@@ -2,7 +2,10 @@
 reaper's pass (OPENPROGRAM_RETENTION_DAYS) and by `manage.py prune_sessions`; queued and running ones,
 and recent ones, stay, whoever owns them."""
 import io
+import subprocess
+import sys
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -16,6 +19,7 @@ from dag.runs.reaper import Reachability
 from .test_stored_size import recorded
 
 pytestmark = pytest.mark.django_db(transaction=True)
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def aged(session: Session, days: float) -> Session:
@@ -79,3 +83,14 @@ def test_prune_sessions_says_what_it_deletes_and_a_dry_run_deletes_nothing(histo
 def test_a_wrong_age_is_named_with_the_form_it_takes(age):
     with pytest.raises(CommandError, match="--older-than must be .* such as 30d"):
         call_command("prune_sessions", f"--older-than={age}")
+
+
+@pytest.mark.parametrize("age, problem", [("1e5d", "such as 30d"), ("3000000d", "at most 36500d"),
+                                          ("99999999999d", "at most 36500d")])
+def test_a_wrong_age_on_the_command_line_is_a_usage_error_not_a_traceback(age, problem):
+    # Parsing happens before Django's handler of CommandError: one raised there was a traceback, and an age
+    # too long ago for a date an OverflowError.
+    done = subprocess.run([sys.executable, "manage.py", "prune_sessions", f"--older-than={age}", "--dry-run"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "--older-than must be" in done.stderr and problem in done.stderr, done.stderr
