@@ -92,15 +92,15 @@ class ReplayProvider(Provider):
 
     @property
     def live(self) -> bool:
-        """True once the replay answers with live calls (after a fork point, or a divergence with then=live)."""
+        """True once the replay answers every call live (from its fork point, or a divergence with then=live)."""
         return self._live
 
     def answer(self, request: ModelRequest, check: Optional[Callable[[], None]], live: Provider) -> ModelReply:
         """The reply to `request`: the recorded one for its call path, or `live`'s when the replay has
-        gone live."""
+        gone live or its path's next recorded call came after the fork point."""
         path = call_path(_current_frame.get())
         with self._lock:
-            if not self._live:
+            if not self._live and not self._recorded_after_fork(path):
                 recorded = self._next(path)
                 if recorded is not None and recorded.seq != self.fork_at:
                     return recorded_reply(recorded.reply)
@@ -112,12 +112,20 @@ class ReplayProvider(Provider):
                     return ModelReply(text=self.fork_reply, usage=free)
         return live.complete(request, check)
 
+    def _recorded_after_fork(self, path: str) -> bool:
+        """Whether the next call recorded at `path` came after the fork point: it is asked live, while
+        the replay as a whole has not gone live. Branches that ran in parallel reach their calls in any
+        order, so one may reach its calls after the fork point before another reaches the fork point,
+        whose earlier calls must still be replayed and whose edited reply must still be given."""
+        queue = self._queues.get(path)
+        return bool(queue) and self.fork_at is not None and queue[0].seq > self.fork_at
+
     def _next(self, path: str) -> Optional[RecordedCall]:
-        """The recorded call that answers the next call at `path`; None at the fork point's live call or
-        a divergence this replay goes on live from; ReplayDiverged for one it stops at."""
+        """The recorded call that answers the next call at `path` (at most the fork point); None at a
+        divergence this replay goes on live from; ReplayDiverged for one it stops at."""
         queue = self._queues.get(path)
         recorded = queue[0] if queue else None
-        if recorded is not None and (self.fork_at is None or recorded.seq <= self.fork_at):
+        if recorded is not None:
             queue.popleft()
             self._served[path] = self._served.get(path, 0) + 1
             return recorded

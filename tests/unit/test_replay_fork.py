@@ -1,0 +1,42 @@
+"""A fork of a run whose branches ran in parallel (issue 40): the branches of a replay may reach their
+calls in another order than the recording's, and a call recorded after the fork point in one branch
+must not turn the whole replay live before the fork point in another branch is reached."""
+from runtime import agentic_function
+from runtime.providers import ScriptedProvider
+from runtime.providers.replay import RecordedCall, ReplayProvider, ReplayRuntime
+
+
+@agentic_function(name="first_branch", register_globally=False)
+def first_branch(runtime=None) -> str:
+    """Ask the model twice."""
+    return runtime.llm("one") + " " + runtime.llm("two")
+
+
+@agentic_function(name="second_branch", register_globally=False)
+def second_branch(runtime=None) -> str:
+    """Ask the model once."""
+    return runtime.llm("three")
+
+
+def test_a_later_call_of_another_branch_answered_first_leaves_the_fork_point_in_place():
+    # Recorded: first_branch's two calls (#1, #2), then second_branch's (#3); the fork edits #2. The
+    # replay meets second_branch's call first, as a parallel run may.
+    recording = [RecordedCall("first_branch", 1, {"text": "recorded-1"}),
+                 RecordedCall("first_branch", 2, {"text": "recorded-2"}),
+                 RecordedCall("second_branch", 3, {"text": "recorded-3"})]
+    live = ScriptedProvider(["live-3"])
+    runtime = ReplayRuntime(ReplayProvider(recording, then="live", fork_at=2, fork_reply="EDITED"), provider=live)
+    assert second_branch(runtime=runtime) == "live-3"  # after the fork point: asked live
+    assert first_branch(runtime=runtime) == "recorded-1 EDITED"  # before it: replayed; at it: the edit
+    assert len(live.requests) == 1
+
+
+def test_a_sequential_fork_replays_before_the_point_and_goes_live_after_it():
+    recording = [RecordedCall("first_branch", 1, {"text": "recorded-1"}),
+                 RecordedCall("first_branch", 2, {"text": "recorded-2"}),
+                 RecordedCall("second_branch", 3, {"text": "recorded-3"})]
+    live = ScriptedProvider(["live-3"])
+    replay = ReplayProvider(recording, then="live", fork_at=2, fork_reply="EDITED")
+    runtime = ReplayRuntime(replay, provider=live)
+    assert first_branch(runtime=runtime) == "recorded-1 EDITED"
+    assert replay.live and second_branch(runtime=runtime) == "live-3"
