@@ -109,13 +109,23 @@ def test_another_user_gets_a_404_at_every_door_to_a_session(owned, other_user):
         (api.post, f"/api/sessions/{owned.pk}/share/"),
         (api.delete, f"/api/sessions/{owned.pk}/share/"),
         (api.delete, f"/api/sessions/{owned.pk}/"),
+        # Debugging and steering: no replay or fork is launched from it, no call answered, no pause set.
+        (api.post, f"/api/sessions/{owned.pk}/replay/"),
+        (api.post, f"/api/sessions/{owned.pk}/fork/"),
+        (api.get, f"/api/sessions/{owned.pk}/approvals/"),
+        (api.post, f"/api/sessions/{owned.pk}/approvals/0/"),
+        (api.post, f"/api/sessions/{owned.pk}/pause/"),
+        (api.post, f"/api/sessions/{owned.pk}/resume/"),
+        (api.get, f"/api/sessions/compare/?a={owned.pk}&b={owned.pk}"),
+        (browser.get, f"/sessions/compare/?a={owned.pk}&b={owned.pk}"),
     ]
     for send, path in doors:
         assert send(path).status_code == 404, path
     assert str(owned.pk) not in browser.get("/sessions/").content.decode()
     assert api.get("/api/sessions/").json()["count"] == 0
     owned.refresh_from_db()
-    assert not owned.cancel_requested
+    assert not owned.cancel_requested and not owned.pause_requested
+    assert list(Session.objects.values_list("pk", flat=True)) == [owned.pk]
     record("access", inputs=len(doors) + 2)
 
 
