@@ -295,10 +295,13 @@ def throttled_post(request, post, show_page):
                                         content_type="text/plain; charset=utf-8",
                                         headers={"Retry-After": str(refused.wait)}))
     if wait is None:
+        before = getattr(request, "user", None)
         response = post()
         user = getattr(request, "user", None)
-        if user is not None and user.is_authenticated and user.get_username() == account.username:
-            account.give_back()  # logged in as the account named: the password was right
+        # Django's login() sets the request's user anew: the password was right. A user who was logged in
+        # already and failed is the same object, and that failure stays counted.
+        if user is not before and user.is_authenticated and user.get_username() == account.username:
+            account.give_back()
         return response
     request.method = "GET"
     response = show_page(wait)

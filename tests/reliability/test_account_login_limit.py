@@ -103,3 +103,14 @@ def test_attempts_sent_at_once_from_many_addresses_are_all_counted(settings):
     for thread in threads:
         thread.join()
     assert len(allowed) == 10
+
+
+def test_failures_sent_while_logged_in_as_the_account_are_counted(user, clock):
+    # A stolen browser session of alice's must not guess at her password past the account's limit: a
+    # failure, where she stays logged in, is not the right password that gives its attempt back.
+    for n, address in enumerate(ADDRESSES * 4):
+        browser = Client(REMOTE_ADDR=address)
+        browser.force_login(user)
+        assert browser.post("/accounts/login/", wrong("alice")).status_code == 200, n
+    assert Client(REMOTE_ADDR="198.51.100.9").post(
+        "/accounts/login/", {"username": "alice", "password": "alice-password-1", "next": "/"}).status_code == 429
