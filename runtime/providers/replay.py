@@ -44,7 +44,8 @@ class ReplayDiverged(OpenProgramError, RuntimeError):
 @dataclass(frozen=True)
 class RecordedCall:
     """One model call of the recorded run: where it was made, its place in the run (the node's seq) and
-    the reply it got ({"text", "tool_calls": [{"id", "name", "arguments"}]})."""
+    the reply it got ({"text", "tool_calls": [ToolCall.as_dict(): "id", "name", "arguments", and for
+    arguments that did not parse "arguments_error" and "raw_arguments"]})."""
 
     path: str
     seq: int
@@ -63,8 +64,10 @@ def call_path(frame: Optional[Frame]) -> str:
 
 
 def recorded_reply(reply: dict) -> ModelReply:
-    """The recorded reply as the model's again, marked replayed; it cost nothing this time."""
-    calls = [ToolCall(call.get("id") or "", call.get("name") or "", call.get("arguments") or {})
+    """The recorded reply as the model's again, marked replayed; it cost nothing this time. A call whose
+    arguments did not parse keeps its error and raw text, so it is refused again, not run with {}."""
+    calls = [ToolCall(call.get("id") or "", call.get("name") or "", call.get("arguments") or {},
+                      call.get("arguments_error"), call.get("raw_arguments"))
              for call in reply.get("tool_calls") or ()]
     return ModelReply(text=reply.get("text") or "", tool_calls=calls, replayed=True)
 

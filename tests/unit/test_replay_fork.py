@@ -1,7 +1,8 @@
-"""A fork of a run whose branches ran in parallel (issue 40): the branches of a replay may reach their
-calls in another order than the recording's, and a call recorded after the fork point in one branch
-must not turn the whole replay live before the fork point in another branch is reached."""
-from runtime import agentic_function
+"""Replays and forks (issue 40) served from a recording: a fork of a run whose branches ran in parallel
+(the branches of a replay may reach their calls in another order than the recording's, and a call
+recorded after the fork point in one branch must not turn the whole replay live before the fork point
+in another branch is reached), and recorded tool calls replayed as the model made them."""
+from runtime import agentic_function, function
 from runtime.providers import ScriptedProvider
 from runtime.providers.replay import RecordedCall, ReplayProvider, ReplayRuntime
 
@@ -40,3 +41,27 @@ def test_a_sequential_fork_replays_before_the_point_and_goes_live_after_it():
     runtime = ReplayRuntime(replay, provider=live)
     assert first_branch(runtime=runtime) == "recorded-1 EDITED"
     assert replay.live and second_branch(runtime=runtime) == "live-3"
+
+
+def test_a_call_whose_arguments_did_not_parse_is_replayed_unparsed_and_again_not_run():
+    ran = []
+
+    @function(name="ping", register_globally=False)
+    def ping(note: str = "") -> str:
+        """Ping."""
+        ran.append(note)
+        return "pong"
+
+    @agentic_function(name="pinger", register_globally=False)
+    def pinger(runtime=None) -> str:
+        """Ping once."""
+        return runtime.exec("ping", tools=[ping])
+
+    # As ToolCall.as_dict recorded it: the model's arguments were not JSON, so the call was not run.
+    malformed = {"id": "c1", "name": "ping", "arguments": {}, "raw_arguments": "{note: hi",
+                 "arguments_error": "arguments are not valid JSON (Expecting property name)"}
+    recording = [RecordedCall("pinger", 1, {"text": "", "tool_calls": [malformed]}),
+                 RecordedCall("pinger", 2, {"text": "done"})]
+    live = ScriptedProvider([])
+    assert pinger(runtime=ReplayRuntime(ReplayProvider(recording), provider=live)) == "done"
+    assert ran == [] and live.requests == []
