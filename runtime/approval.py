@@ -20,7 +20,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
-from .context import Frame, _current_recorder, _recursion_depth
+from .context import Frame, _current_recorder, pending_frame
 from .errors import OpenProgramError, status_of
 from .retry import env_number
 
@@ -87,17 +87,6 @@ def ask(approver, request: ApprovalRequest, timeout_s: float) -> Optional[Answer
         return approver.answer(request, timeout_s)
     given = approver(request.tool, request.arguments)
     return given if isinstance(given, Answer) else Answer(bool(given))
-
-
-def pending_frame(tool, parent: Optional[Frame], arguments: dict) -> Frame:
-    """The frame of a call not yet entered (refused or waiting before it runs), placed under `parent`
-    as its entry will be."""
-    frame = Frame(tool, parent, (), dict(arguments) if isinstance(arguments, dict) else {})
-    frame.hidden = tool.expose == "hidden" or (parent is not None and parent.hidden)
-    if tool.agentic:
-        counts = _recursion_depth.get()
-        frame.name_depth = (counts.get(tool.tool_name, 0) if counts else 0) + 1
-    return frame
 
 
 def seek_approval(approver, tool, arguments: dict, parent: Optional[Frame], timeout_s: float) -> Frame:

@@ -140,6 +140,17 @@ _current_tool_policy: ContextVar[Optional[dict]] = ContextVar("_current_tool_pol
 _system_override: ContextVar[Optional[dict]] = ContextVar("openprogram_system", default=None)
 
 
+def pending_frame(tool, parent: Optional[Frame], arguments: dict) -> Frame:
+    """The frame of a call not yet entered (refused or waiting before it runs), placed under `parent`
+    as its entry will be."""
+    frame = Frame(tool, parent, (), dict(arguments) if isinstance(arguments, dict) else {})
+    frame.hidden = tool.expose == "hidden" or (parent is not None and parent.hidden)
+    if tool.agentic:
+        counts = _recursion_depth.get()
+        frame.name_depth = (counts.get(tool.tool_name, 0) if counts else 0) + 1
+    return frame
+
+
 def current_frame() -> Optional[Frame]:
     return _current_frame.get()
 

@@ -17,8 +17,7 @@ import json
 import threading
 from typing import Optional
 
-from .approval import pending_frame
-from .context import Frame, _current_recorder
+from .context import Frame, _current_recorder, pending_frame
 from .errors import LoopDetected
 from .messages import ToolCall
 from .retry import env_number
