@@ -32,7 +32,7 @@ import uuid
 from concurrent.futures import wait as wait_all
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 from . import interrupt
 from .approval import ApprovalDenied, approval_timeout_s, continuing, seek_approval
@@ -216,6 +216,14 @@ class TimeoutAwareRecorder(Recorder):
         self.inner.budget_updated(limits, spend)
 
 
+class Told(NamedTuple):
+    """What a frame's model had been told was refused before the reply being run: the names the depth
+    ceiling refused (`Frame.refused_names`) and the calls refused as repeats (`CallHistory.refused_keys`)."""
+
+    names: tuple
+    repeats: frozenset
+
+
 class Dispatcher:
     """Runs one exec's tool calls against the tools it offered."""
 
@@ -258,7 +266,8 @@ class Dispatcher:
     def _run(self, calls: list[ToolCall]) -> list[dict]:
         # What the model had been told was refused before this reply: calls of one reply run at once, so
         # two refusals in it are both still guidance.
-        told = self.owner.refused_names, self.history.refused_keys() if self.history is not None else frozenset()
+        told = Told(self.owner.refused_names,
+                    self.history.refused_keys() if self.history is not None else frozenset())
         if len(calls) == 1:
             return [self._message(calls[0], told)]
         futures = []
@@ -274,12 +283,11 @@ class Dispatcher:
             futures += wave
         return [future.result() for future in futures]
 
-    def _message(self, call: ToolCall, told: tuple = ((), frozenset())) -> dict:
-        """The tool-result message of `call`; `told`: the names the depth ceiling refused and the calls
-        refused as repeats before this reply."""
+    def _message(self, call: ToolCall, told: Told) -> dict:
+        """The tool-result message of `call`; `told`: what was refused before this reply."""
         key = call_key(call) if self.history is not None else None
         try:
-            self._check_repeat(call, key, told[1])
+            self._check_repeat(call, key, told.repeats)
             text, is_error = self._result_text(call), False
         except PROPAGATE:
             raise
@@ -288,7 +296,7 @@ class Dispatcher:
                 raise
             text, is_error = f"Refused: {exc}", True
         except DepthCeilingExceeded as exc:
-            if exc.ends_run or exc.function in told[0]:
+            if exc.ends_run or exc.function in told.names:
                 exc.ends_run = True  # the model was told and called it again: a runaway; end the run
                 raise
             note_refusal(self.owner, exc.function)
