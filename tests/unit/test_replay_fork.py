@@ -19,25 +19,24 @@ def second_branch(runtime=None) -> str:
     return runtime.llm("three")
 
 
+# Recorded: first_branch's two calls (#1, #2), then second_branch's (#3).
+TWO_BRANCHES = [RecordedCall("first_branch", 1, {"text": "recorded-1"}),
+                RecordedCall("first_branch", 2, {"text": "recorded-2"}),
+                RecordedCall("second_branch", 3, {"text": "recorded-3"})]
+
+
 def test_a_later_call_of_another_branch_answered_first_leaves_the_fork_point_in_place():
-    # Recorded: first_branch's two calls (#1, #2), then second_branch's (#3); the fork edits #2. The
-    # replay meets second_branch's call first, as a parallel run may.
-    recording = [RecordedCall("first_branch", 1, {"text": "recorded-1"}),
-                 RecordedCall("first_branch", 2, {"text": "recorded-2"}),
-                 RecordedCall("second_branch", 3, {"text": "recorded-3"})]
+    # The fork edits #2; the replay meets second_branch's call first, as a parallel run may.
     live = ScriptedProvider(["live-3"])
-    runtime = ReplayRuntime(ReplayProvider(recording, then="live", fork_at=2, fork_reply="EDITED"), provider=live)
+    runtime = ReplayRuntime(ReplayProvider(TWO_BRANCHES, then="live", fork_at=2, fork_reply="EDITED"), provider=live)
     assert second_branch(runtime=runtime) == "live-3"  # after the fork point: asked live
     assert first_branch(runtime=runtime) == "recorded-1 EDITED"  # before it: replayed; at it: the edit
     assert len(live.requests) == 1
 
 
 def test_a_sequential_fork_replays_before_the_point_and_goes_live_after_it():
-    recording = [RecordedCall("first_branch", 1, {"text": "recorded-1"}),
-                 RecordedCall("first_branch", 2, {"text": "recorded-2"}),
-                 RecordedCall("second_branch", 3, {"text": "recorded-3"})]
     live = ScriptedProvider(["live-3"])
-    replay = ReplayProvider(recording, then="live", fork_at=2, fork_reply="EDITED")
+    replay = ReplayProvider(TWO_BRANCHES, then="live", fork_at=2, fork_reply="EDITED")
     runtime = ReplayRuntime(replay, provider=live)
     assert first_branch(runtime=runtime) == "recorded-1 EDITED"
     assert replay.live and second_branch(runtime=runtime) == "live-3"
