@@ -48,8 +48,8 @@ def environment_problems() -> list[str]:
     from .approval import approval_timeout_s
     from .default_budget import default_llm_calls, default_max_cost_usd
     from .dispatch import max_tool_calls_per_reply
-    from .providers.base import BUILTIN_PROVIDERS, provider_class, resolve_model
     from .prices import file_prices
+    from .providers.base import BUILTIN_PROVIDERS, provider_class, resolve_model
     from .providers.sdk import DEFAULT_TIMEOUT_S, MAX_TOKENS_ENV
     from .repeats import MAX_FAILED_REPEATS, MAX_FAILED_REPEATS_ENV, MAX_REPEATS, MAX_REPEATS_ENV, repeat_limit
     from .retry import RetryPolicy, env_number
