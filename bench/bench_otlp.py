@@ -76,7 +76,7 @@ def main() -> None:
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
-    from dag.models import Session
+    from dag.recording import write_path
     from dag.runs.lifecycle import run_session
     from dag.telemetry import export
 
@@ -88,7 +88,7 @@ def main() -> None:
 
     def timed_run(function: str, args: dict) -> tuple[float, float]:
         """(wall, CPU) seconds of one run."""
-        session = Session.objects.create(owner=user, function=function, args=args)
+        session = write_path.queue_session(user, function=function, args=args)
         started, cpu = time.perf_counter(), time.process_time()
         run_session(session.pk)
         return time.perf_counter() - started, time.process_time() - cpu
