@@ -11,20 +11,16 @@ or dies loses what it is handed past MAX_WAITING changes, counted the same way; 
 from __future__ import annotations
 
 import atexit
-import fcntl
 import logging
-import os
 import subprocess
-import sys
 import threading
 import time
 from collections import deque
-from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Optional
 
 import orjson
 
+from .. import piped_child
 from ..conf import conf
 from ..live import broadcast
 
@@ -33,10 +29,12 @@ log = logging.getLogger(__name__)
 TRACES_PATH = "/v1/traces"
 WARN_EVERY_S = 60.0
 SEND_EVERY_S = 0.05
+# Bytes the pipe to the span process holds: a run's worth of changes. Written into a 64 KiB pipe, they went
+# in dozens of chunks, and the sending thread took the interpreter lock back from the run after each one
+# (a 2,000-call run 40-70 % slower; with 1 MiB, no slower than without export).
 PIPE_BYTES = 1 << 20
 # Published changes (each a list of messages) waiting for the sending thread; past it they are dropped.
 MAX_WAITING = 10_000
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CHILD_MAIN = "import sys; from dag.telemetry.span_process import main; main(sys.argv)"
 
 
@@ -45,16 +43,6 @@ def traces_url(endpoint: str) -> str:
     (as OTEL_EXPORTER_OTLP_ENDPOINT is read)."""
     endpoint = endpoint.rstrip("/")
     return endpoint if endpoint.endswith(TRACES_PATH) else endpoint + TRACES_PATH
-
-
-def _widen(end: int) -> None:
-    """Make the pipe hold a run's worth of changes: written into a 64 KiB pipe, they go in dozens of
-    chunks, and the sending thread takes the interpreter lock back from the run after each one (that
-    made a 2,000-call run 40-70 % slower; with 1 MiB, no slower than without export)."""
-    try:
-        fcntl.fcntl(end, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
-    except (AttributeError, OSError):  # not Linux, or over /proc/sys/fs/pipe-max-size: as it is
-        pass
 
 
 class SpanForwarder:
@@ -88,24 +76,8 @@ class SpanForwarder:
             return self.process is not None
 
     def _start_process(self, timeout_s: float) -> None:
-        from_parent, to_child = os.pipe()
-        from_child, to_parent = os.pipe()
-        _widen(to_child)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT),
-                                                                          os.environ.get("PYTHONPATH")]))}
-        try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-c", CHILD_MAIN, str(from_parent), str(to_parent), self.url, str(timeout_s)],
-                pass_fds=(from_parent, to_parent), env=env, stdin=subprocess.DEVNULL)
-        except BaseException:
-            os.close(to_child)
-            os.close(from_child)
-            raise
-        finally:
-            os.close(from_parent)
-            os.close(to_parent)
-        self.sending = Connection(to_child, readable=False)
-        self.receiving = Connection(from_child, writable=False)
+        self.process, self.sending, self.receiving = piped_child.start(
+            CHILD_MAIN, self.url, str(timeout_s), sending_bytes=PIPE_BYTES)
 
     def __call__(self, session_id: str, messages: list) -> None:
         """In the writer's thread, after a commit: keep the changes for the sending thread, nothing more."""

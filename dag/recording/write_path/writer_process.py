@@ -32,17 +32,14 @@ from __future__ import annotations
 import logging
 import os
 import pickle
-import subprocess
-import sys
 import threading
 import time
 from collections import deque
-from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any, Optional
 
 from django.db import DEFAULT_DB_ALIAS, connections
 
+from ... import piped_child
 from ...live import broadcast
 from ...thread_names import name_native_thread
 from .group_commit import GroupWriter, _Barrier, session_key
@@ -60,8 +57,6 @@ RESTART_AFTER_S = 1.0
 START_TIMEOUT_S = 60.0
 # How the sending thread waits out `RESTART_AFTER_S` (a test's handle).
 _sleep = time.sleep
-# The directory that holds the `dag` package: the writer process imports the project from there.
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
 # The writer process's program: Django is set up before anything of the app is imported (this package
 # imports the models), then `main` serves the pipes whose descriptors follow on its command line.
 CHILD_MAIN = ("import sys, django; django.setup(); "
@@ -82,26 +77,10 @@ class _Child:
     writer process's pipe while still being read."""
 
     def __init__(self, database: dict):
-        from_parent, to_child = os.pipe()
-        from_child, to_parent = os.pipe()
-        for end in (to_child, to_parent):
-            _widen(end)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT),
-                                                                          os.environ.get("PYTHONPATH")]))}
-        env.setdefault("DJANGO_SETTINGS_MODULE", "openprogram_web.settings")
-        try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-c", CHILD_MAIN, str(from_parent), str(to_parent)],
-                pass_fds=(from_parent, to_parent), env=env, stdin=subprocess.DEVNULL)
-        except BaseException:
-            for fd in (to_child, from_child):
-                os.close(fd)
-            raise
-        finally:
-            os.close(from_parent)
-            os.close(to_parent)
-        self.sending = Connection(to_child, readable=False)
-        self.receiving = Connection(from_child, writable=False)
+        # The parent's settings module; the project's own where the parent was set up some other way.
+        self.process, self.sending, self.receiving = piped_child.start(
+            CHILD_MAIN, sending_bytes=PIPE_BYTES, receiving_bytes=PIPE_BYTES,
+            env={"DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE", "openprogram_web.settings")})
         self.started = time.monotonic()
         self.retired = False  # set (under the writer's lock) once it is given up, whatever ended it
         self._send_lock = threading.Lock()
@@ -144,14 +123,6 @@ class _Child:
 # stream (about 600 bytes a call), more than the 64 KiB a Linux pipe holds by default, and the writer
 # process should go on to its next batch, not wait for the serving process to read the answer.
 PIPE_BYTES = 1 << 20
-
-
-def _widen(end: int) -> None:
-    try:
-        import fcntl
-        fcntl.fcntl(end, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
-    except (ImportError, AttributeError, OSError):  # not Linux, or over /proc/sys/fs/pipe-max-size: as it is
-        pass
 
 
 class ProcessWriter(GroupWriter):
