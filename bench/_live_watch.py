@@ -37,6 +37,10 @@ class LiveWatch:
         self._process = subprocess.Popen([sys.executable, "-m", "bench._live_watch", server_url.split("//", 1)[1]],
                                          cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
     def watch(self, session_id, cookie: str) -> None:
         """Open a client on `session_id`'s stream, logged in by the `sessionid` cookie `cookie`."""
         with self._lock:

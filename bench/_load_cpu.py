@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Iterable, Optional
 
-from bench._cpu import children_seconds, process_seconds
+from bench._cpu import children_seconds, postgres_seconds, process_seconds
 
 
 def _machine_ticks() -> Optional[tuple[int, int]]:
@@ -54,3 +54,29 @@ class LoadCpu:
             busy = (machine[0] - self._machine[0]) / (machine[1] - self._machine[1])
         return {"seconds": seconds, "cores": seconds / wall if seconds is not None and wall > 0 else None,
                 "machine_busy": busy, "machine_cores": os.cpu_count()}
+
+
+class CpuByPart:
+    """From its creation to `seconds()`: the CPU seconds each part of a load spent: named groups of
+    processes with their child processes (`parts`), this process alone (the bench's own: it launches
+    the sessions) plus the processes of `clients`, and the machine's PostgreSQL.
+
+    Their sum beside the cores times the wall says whether the load had the machine to itself: a load
+    that needs more CPU than the cores give in its ideal wall time queues for them, and every latency
+    measured meanwhile includes that queue."""
+
+    def __init__(self, parts: dict[str, list[int]], clients: list[int]):
+        self.parts, self.clients = parts, clients
+        self._before = self._read()
+
+    def _read(self) -> dict[str, Optional[float]]:
+        figures = {name: _processes_seconds(pids) for name, pids in self.parts.items()}
+        clients = [process_seconds(pid) for pid in self.clients]
+        figures["bench"] = None if None in clients else time.process_time() + sum(clients)
+        figures["PostgreSQL"] = postgres_seconds()
+        return figures
+
+    def seconds(self) -> dict[str, Optional[float]]:
+        now = self._read()
+        return {name: None if now[name] is None or self._before[name] is None else now[name] - self._before[name]
+                for name in now}

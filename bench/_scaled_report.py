@@ -42,6 +42,9 @@ def print_table(figures: dict, settings_in_use: dict) -> None:
     line("  wall / ideal", *(f"{load['elapsed'] / ideal_s:.1f}x" if load["ended"] == load["count"] else "-"
                              for load in (one_io, two_io)))
     line("  launching them took, s", *(f"{load['launched_s']:.1f}" for load in (one_io, two_io)))
+    line("  CPU a session, ms: workers/web/bench/PG", *(per_session_ms(load) for load in (one_io, two_io)))
+    line(f"  their CPU, s / the cores' in {ideal_s:g} s", *(cpu_against_ideal(load, ideal_s) for load in (one_io, two_io)),
+         "", "(more: the load queues for CPU)")
     line("  sessions running at once, peak", *(str(load["peaks"]["running"]) for load in (one_io, two_io)),
          "", f"all {one_io['count']}")
     workers = two_io["peaks"]["groups"]["workers"]
@@ -82,6 +85,23 @@ def cores_text(load: dict) -> str:
     if cpu["cores"] is None or cpu["machine_busy"] is None:
         return "-"
     return f"{cpu['cores']:.2f} / {cpu['machine_busy'] * cpu['machine_cores']:.2f}"
+
+
+# The parts of a load's CPU (bench/_load_cpu.CpuByPart): "bench" is this process, launching, and the
+# websocket clients' process; PostgreSQL is the machine's (a shared server's other databases count too).
+PARTS = ("workers", "web", "bench", "PostgreSQL")
+
+
+def per_session_ms(load: dict) -> str:
+    spent = load["cpu"]["by_part"]
+    return "/".join("-" if spent[part] is None else f"{spent[part] / load['count'] * 1000:.0f}" for part in PARTS)
+
+
+def cpu_against_ideal(load: dict, ideal_s: float) -> str:
+    spent = load["cpu"]["by_part"]
+    if any(spent[part] is None for part in PARTS):
+        return "-"
+    return f"{sum(spent[part] for part in PARTS):.1f} / {ideal_s * os.cpu_count():.0f}"
 
 
 def wall_text(load: dict) -> str:

@@ -13,7 +13,10 @@ process would and prints, side by side for one worker and for two:
   session waiting at the same time), and the most sessions running at once;
 - during the I/O-bound load, the peak of the database's connections (pg_stat_activity sampled every
   ~50 ms, by process) and the latency from a node's commit to its arrival at a websocket client watching
-  its session on the live server (p50, p95);
+  its session on the live server (p50, p95); and the CPU each session cost, by part (the workers, the
+  web server, this process with the websocket clients', the machine's PostgreSQL), their sum beside
+  what the cores give in the ideal wall time: a load that needs more queues for CPU, and its latencies
+  say so;
 - the memory one waiting run costs: a worker's resident memory with N sessions waiting on their model,
   less its idle memory, over N (N: its concurrency, at most IO_SESSIONS);
 - a stop's latency from this process to a run on a worker.
@@ -42,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench._live_watch import LiveWatch  # noqa: E402 (after the path is set)
-from bench._load_cpu import LoadCpu  # noqa: E402
+from bench._load_cpu import CpuByPart, LoadCpu  # noqa: E402
 from bench._pg import scratch_database  # noqa: E402
 from bench._pg_activity import ActivitySampler  # noqa: E402
 from bench._scaled_report import print_table  # noqa: E402
@@ -100,12 +103,13 @@ def defaults_in_use() -> dict:
 class Bench:
     """The bench's users (with their login cookies), its workers, and the loads it launches."""
 
-    def __init__(self, env: dict, database_url: str, log_dir: Path, server_url: str):
+    def __init__(self, env: dict, database_url: str, log_dir: Path, server_url: str, server_pid: int):
         from django.contrib.auth import get_user_model
 
         from dag.conf import conf
         from tests.e2e.support import session_cookie
         self.env, self.database_url, self.log_dir, self.server_url = env, database_url, log_dir, server_url
+        self.server_pid = server_pid
         limits = [limit for limit in (conf.MAX_ACTIVE_RUNS_PER_USER, conf.MAX_LIVE_SOCKETS_PER_USER) if limit]
         per_user = min(limits) if limits else IO_SESSIONS
         users = get_user_model().objects
@@ -150,12 +154,14 @@ class Bench:
         sampler = ActivitySampler(self.database_url, groups={"workers": WORKER_LABEL}).start()
         live = LiveWatch(self.server_url) if watch else None
         cpu = LoadCpu([worker.pid for worker in self.workers])
+        parts = CpuByPart({"workers": [worker.pid for worker in self.workers], "web": [self.server_pid]},
+                          clients=[live.pid] if live else [])
         started = time.perf_counter()
         ids = self.launch(count, args, live)
         launched_s = time.perf_counter() - started
         ended = wait_until_ended(ids, started + deadline_s)
         elapsed = time.perf_counter() - started
-        cpu_used = cpu.figures()
+        cpu_used = {**cpu.figures(), "by_part": parts.seconds()}
         stop_the_rest(ids)
         peaks = sampler.stop()
         poll_until(lambda: broker_backlog(self.env["OPENPROGRAM_CELERY_QUEUE"]) == 0, interval_s=0.1)
@@ -303,7 +309,7 @@ def main() -> None:
         server = DaphneServer({**env, "PGAPPNAME": "bench-web"}, log_dir / "bench-web.log")
         bench = None
         try:
-            bench = Bench(env, database_url, log_dir, server.url)
+            bench = Bench(env, database_url, log_dir, server.url, server.process.pid)
             progress(f"web server ready, {len(bench.users)} bench users; logs in {log_dir}")
             figures = measure(bench)
             print_table(figures, defaults_in_use())
