@@ -17,7 +17,7 @@ from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 
-from runtime.environment import OFF_WORDS, ON_WORDS  # an on/off setting's words, as the runtime's own
+from runtime.settings_table import OFF_WORDS, ON_WORDS  # an on/off setting's words, as the runtime's own
 
 PREFIX = "OPENPROGRAM_"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from runtime.environment import env_flag
+from runtime.settings_table import env_flag
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("OPENPROGRAM_VAR_DIR") or BASE_DIR / "var")

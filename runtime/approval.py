@@ -22,7 +22,7 @@ from typing import Any, Iterator, Optional
 
 from .context import Frame, _current_recorder, pending_frame
 from .errors import OpenProgramError, status_of
-from .retry import env_number
+from .settings_table import env_number
 
 APPROVAL_TIMEOUT_ENV = "OPENPROGRAM_APPROVAL_TIMEOUT_S"
 DEFAULT_APPROVAL_TIMEOUT_S = 600.0

@@ -27,7 +27,7 @@ from .budget import NO_SPEND, money_reached, spent_text
 from .context import Frame, _current_budget, _current_recorder, current_frame, open_agentic_levels
 from .errors import BudgetExceeded
 from .prices import log_unpriced
-from .retry import env_number
+from .settings_table import env_number
 
 ENV_VAR = "OPENPROGRAM_MAX_LLM_CALLS"
 DEFAULT_MAX_LLM_CALLS = 500

@@ -45,7 +45,7 @@ from .policy import LOAD_TOOLS, OfferedTools
 from .recorder import Recorder
 from .repeats import (MAX_FAILED_REPEATS, MAX_FAILED_REPEATS_ENV, MAX_REPEATS, MAX_REPEATS_ENV, call_key,
                       history_of, loop_error, record_refusal, repeat_limit)
-from .retry import env_number
+from .settings_table import env_number
 from .situation import note_refusal
 
 # Set inside a tool call that has a `timeout`: (monotonic deadline, tool name). A model call made

@@ -1,4 +1,4 @@
-"""The runtime's settings from the environment: how on/off words read, and every setting checked at once.
+"""The runtime's settings from the environment: OPENPROGRAM_UNATTENDED, and every setting checked at once.
 
 Each setting is read where it is used (a provider's timeout when it is built, the default budget at a
 tree's first model call), so a bad value would only show at a run. `environment_problems()` reads them
@@ -6,23 +6,7 @@ all, so a server can refuse to start on one (the web app's system check dag.E005
 """
 from __future__ import annotations
 
-import os
-
-# The words an on/off setting may say, in pairs (the web app's settings and CLI read them too).
-ON_WORDS, OFF_WORDS = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
-
-
-def env_flag(name: str, default: bool) -> bool:
-    """An on/off environment variable (unset or blank: `default`); a word that is neither is named, so a
-    typo ("of") is not taken for either."""
-    value = os.environ.get(name)
-    if value is None or not value.strip():
-        return default
-    word = value.strip().lower()
-    if word not in (*ON_WORDS, *OFF_WORDS):
-        raise ValueError(f"environment variable {name}={value!r} must be on or off "
-                         f"({'/'.join(ON_WORDS)} or {'/'.join(OFF_WORDS)})")
-    return word in ON_WORDS
+from .settings_table import env_flag
 
 
 def unattended_by_default() -> bool:
@@ -52,7 +36,8 @@ def environment_problems() -> list[str]:
     from .providers.base import BUILTIN_PROVIDERS, provider_class, resolve_model
     from .providers.sdk import DEFAULT_TIMEOUT_S, MAX_TOKENS_ENV
     from .repeats import MAX_FAILED_REPEATS, MAX_FAILED_REPEATS_ENV, MAX_REPEATS, MAX_REPEATS_ENV, repeat_limit
-    from .retry import RetryPolicy, env_number
+    from .retry import RetryPolicy
+    from .settings_table import env_number
 
     def model_spec() -> None:  # OPENPROGRAM_MODEL, and the key or base URL of the provider it names
         try:

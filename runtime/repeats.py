@@ -20,7 +20,7 @@ from typing import Optional
 from .context import Frame, _current_recorder, pending_frame
 from .errors import LoopDetected
 from .messages import ToolCall
-from .retry import env_number
+from .settings_table import env_number
 
 MAX_FAILED_REPEATS_ENV = "OPENPROGRAM_MAX_FAILED_REPEATS"
 MAX_FAILED_REPEATS = 3

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import email.utils
 import math
-import os
 import re
 import time
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from datetime import datetime, timezone
 from typing import Callable, Optional
 
 from . import interrupt
+from .settings_table import env_number
 
 
 class ProviderError(RuntimeError):
@@ -37,22 +37,6 @@ class ProviderError(RuntimeError):
         self.retryable = retryable
         # How long the server asked to be left alone (a 429's or 503's Retry-After), if it said.
         self.retry_after_s = retry_after_s
-
-
-def env_number(name: str, default, kind: type = float):
-    """A number from the environment variable `name` (unset or blank: `default`); a bad value names it."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        raise ValueError(f"environment variable {name}={raw!r} is not a valid {kind.__name__}") from None
-    if not math.isfinite(value):  # float() reads "nan" and "inf", which pass any comparison or none
-        raise ValueError(f"environment variable {name}={raw!r} must be a finite number")
-    if value < 0:
-        raise ValueError(f"environment variable {name}={raw!r} must not be negative")
-    return value
 
 
 def retry_after_seconds(value: Optional[str]) -> Optional[float]:

@@ -20,7 +20,8 @@ from typing import Any, Callable, Optional
 
 from .. import interrupt
 from ..messages import ModelReply, ModelRequest
-from ..retry import ProviderError, RetryPolicy, call_with_retries, env_number, is_retryable_failure, retry_after_seconds
+from ..retry import ProviderError, RetryPolicy, call_with_retries, is_retryable_failure, retry_after_seconds
+from ..settings_table import env_number
 from .base import Provider
 from .server_errors import complaint, context_overflow, error_code, is_context_overflow
 
