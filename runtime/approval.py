@@ -22,16 +22,16 @@ from typing import Any, Iterator, Optional
 
 from .context import Frame, _current_recorder, pending_frame
 from .errors import OpenProgramError, status_of
-from .settings_table import env_number
+from .settings_table import default_of, read_number
 
 APPROVAL_TIMEOUT_ENV = "OPENPROGRAM_APPROVAL_TIMEOUT_S"
-DEFAULT_APPROVAL_TIMEOUT_S = 600.0
+DEFAULT_APPROVAL_TIMEOUT_S = default_of(APPROVAL_TIMEOUT_ENV)
 DENIED = "denied"  # the node's refusal when a person (or the timeout) said no
 
 
 def approval_timeout_s() -> float:
     """Seconds a call waits for a person's answer before it is denied (OPENPROGRAM_APPROVAL_TIMEOUT_S)."""
-    value = env_number(APPROVAL_TIMEOUT_ENV, DEFAULT_APPROVAL_TIMEOUT_S)
+    value = read_number(APPROVAL_TIMEOUT_ENV)
     if value <= 0:
         raise ValueError(f"environment variable {APPROVAL_TIMEOUT_ENV}={value!r} must be a positive number of seconds")
     return value

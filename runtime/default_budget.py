@@ -18,7 +18,6 @@ fans out would multiply the bound.
 """
 from __future__ import annotations
 
-import os
 import threading
 from contextvars import ContextVar
 from typing import Optional
@@ -27,12 +26,12 @@ from .budget import NO_SPEND, money_reached, spent_text
 from .context import Frame, _current_budget, _current_recorder, current_frame, open_agentic_levels
 from .errors import BudgetExceeded
 from .prices import log_unpriced
-from .settings_table import env_number
+from .settings_table import default_of, raw_text, read_number
 
 ENV_VAR = "OPENPROGRAM_MAX_LLM_CALLS"
-DEFAULT_MAX_LLM_CALLS = 500
+DEFAULT_MAX_LLM_CALLS = default_of(ENV_VAR)
 COST_ENV_VAR = "OPENPROGRAM_MAX_COST_USD"
-DEFAULT_MAX_COST_USD = 10.0
+DEFAULT_MAX_COST_USD = default_of(COST_ENV_VAR)
 
 _create_lock = threading.Lock()
 _OFF = object()  # the tally of a tree whose default bound is turned off
@@ -43,7 +42,7 @@ _frameless_tree: ContextVar[Optional["_FramelessTree"]] = ContextVar("openprogra
 
 def default_llm_calls() -> int:
     """The default model-call limit per tree from OPENPROGRAM_MAX_LLM_CALLS (0: no default bound)."""
-    raw = os.environ.get(ENV_VAR, "").strip()
+    raw = raw_text(ENV_VAR)
     if not raw:
         return DEFAULT_MAX_LLM_CALLS
     try:
@@ -58,7 +57,7 @@ def default_llm_calls() -> int:
 
 def default_max_cost_usd() -> float:
     """The default money limit per tree in USD from OPENPROGRAM_MAX_COST_USD (0: no default money limit)."""
-    return env_number(COST_ENV_VAR, DEFAULT_MAX_COST_USD)
+    return read_number(COST_ENV_VAR)
 
 
 class CallTally:

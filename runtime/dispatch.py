@@ -43,9 +43,9 @@ from .messages import ToolCall, to_text, tool_result_message
 from .options import ToolOptions
 from .policy import LOAD_TOOLS, OfferedTools
 from .recorder import Recorder
-from .repeats import (MAX_FAILED_REPEATS, MAX_FAILED_REPEATS_ENV, MAX_REPEATS, MAX_REPEATS_ENV, call_key,
-                      history_of, loop_error, record_refusal, repeat_limit)
-from .settings_table import env_number
+from .repeats import (MAX_FAILED_REPEATS_ENV, MAX_REPEATS_ENV, call_key, history_of, loop_error, record_refusal,
+                      repeat_limit)
+from .settings_table import default_of, read_number, read_text
 from .situation import note_refusal
 
 # Set inside a tool call that has a `timeout`: (monotonic deadline, tool name). A model call made
@@ -61,14 +61,14 @@ PROPAGATE = (CancelledError, BudgetExceeded, ExecLimitExceeded)
 # run at once (the rest follow in further waves).
 MAX_PARALLEL_CALLS = 16
 # Without a cap one reply could ask for 20,000 calls of a tool with side effects and have them all run.
-MAX_TOOL_CALLS_PER_REPLY = 64
 MAX_TOOL_CALLS_ENV = "OPENPROGRAM_MAX_TOOL_CALLS_PER_REPLY"
+MAX_TOOL_CALLS_PER_REPLY = default_of(MAX_TOOL_CALLS_ENV)
 
 
 def max_tool_calls_per_reply() -> int:
     """The cap on the tool calls of one reply that run, from OPENPROGRAM_MAX_TOOL_CALLS_PER_REPLY
     (unset: MAX_TOOL_CALLS_PER_REPLY; 0: no cap); a value that is not a whole number >= 0 is named."""
-    return env_number(MAX_TOOL_CALLS_ENV, MAX_TOOL_CALLS_PER_REPLY, int)
+    return read_number(MAX_TOOL_CALLS_ENV)
 
 
 class ToolTimeoutError(OpenProgramError, TimeoutError):
@@ -108,7 +108,7 @@ class ResultCache:
 
 
 def results_dir(runtime) -> Path:
-    configured = getattr(runtime, "results_dir", None) or os.environ.get("OPENPROGRAM_RESULTS_DIR")
+    configured = getattr(runtime, "results_dir", None) or read_text("OPENPROGRAM_RESULTS_DIR")
     if configured:
         return Path(configured)
     # The shared temp directory: anyone can create a directory there first and then swap the files
@@ -243,8 +243,8 @@ class Dispatcher:
         self.approval_timeout_s = None if self.unattended else approval_timeout_s()
         self.cache: ResultCache = runtime.tool_cache
         self.max_calls = max_tool_calls_per_reply()  # read here, so a bad value fails before any model call
-        self.max_failed_repeats = repeat_limit(MAX_FAILED_REPEATS_ENV, MAX_FAILED_REPEATS)
-        self.max_repeats = repeat_limit(MAX_REPEATS_ENV, MAX_REPEATS)
+        self.max_failed_repeats = repeat_limit(MAX_FAILED_REPEATS_ENV)
+        self.max_repeats = repeat_limit(MAX_REPEATS_ENV)
         self.history = history_of(self.owner, self.max_failed_repeats, self.max_repeats)
 
     def run(self, calls: list[ToolCall]) -> list[dict]:

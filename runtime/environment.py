@@ -6,12 +6,12 @@ all, so a server can refuse to start on one (the web app's system check dag.E005
 """
 from __future__ import annotations
 
-from .settings_table import env_flag
+from .settings_table import env_flag, read_flag, read_number
 
 
 def unattended_by_default() -> bool:
     """OPENPROGRAM_UNATTENDED (default on): whether a Runtime refuses the tools a person must approve."""
-    return env_flag("OPENPROGRAM_UNATTENDED", True)
+    return read_flag("OPENPROGRAM_UNATTENDED")
 
 
 def unattended_if_set() -> bool:
@@ -34,10 +34,9 @@ def environment_problems() -> list[str]:
     from .dispatch import max_tool_calls_per_reply
     from .prices import file_prices
     from .providers.base import BUILTIN_PROVIDERS, provider_class, resolve_model
-    from .providers.sdk import DEFAULT_TIMEOUT_S, MAX_TOKENS_ENV
-    from .repeats import MAX_FAILED_REPEATS, MAX_FAILED_REPEATS_ENV, MAX_REPEATS, MAX_REPEATS_ENV, repeat_limit
+    from .providers.sdk import MAX_TOKENS_ENV
+    from .repeats import MAX_FAILED_REPEATS_ENV, MAX_REPEATS_ENV, repeat_limit
     from .retry import RetryPolicy
-    from .settings_table import env_number
 
     def model_spec() -> None:  # OPENPROGRAM_MODEL, and the key or base URL of the provider it names
         try:
@@ -50,11 +49,10 @@ def environment_problems() -> list[str]:
             raise ValueError(f"OPENPROGRAM_MODEL names the {name} provider, but there is {problem}")
 
     readers = [model_spec, default_llm_calls, default_max_cost_usd, file_prices,
-               lambda: repeat_limit(MAX_FAILED_REPEATS_ENV, MAX_FAILED_REPEATS),
-               lambda: repeat_limit(MAX_REPEATS_ENV, MAX_REPEATS),
+               lambda: repeat_limit(MAX_FAILED_REPEATS_ENV), lambda: repeat_limit(MAX_REPEATS_ENV),
                max_tool_calls_per_reply, RetryPolicy.from_env, unattended_by_default,
-               lambda: env_number("OPENPROGRAM_MODEL_TIMEOUT_S", DEFAULT_TIMEOUT_S),
-               lambda: env_number(MAX_TOKENS_ENV, None, int), approval_timeout_s]
+               lambda: read_number("OPENPROGRAM_MODEL_TIMEOUT_S"), lambda: read_number(MAX_TOKENS_ENV),
+               approval_timeout_s]
     problems = []
     for read in readers:
         try:

@@ -24,6 +24,8 @@ import os
 import threading
 from typing import Any, NamedTuple, Optional
 
+from .settings_table import raw_text
+
 logger = logging.getLogger("runtime")
 
 PRICES_ENV = "OPENPROGRAM_PRICES"
@@ -112,7 +114,7 @@ def _read_price_file(path: str) -> dict[str, Price]:
 def file_prices() -> dict[str, Price]:
     """The OPENPROGRAM_PRICES file's prices ({} when unset), read again only when the file changed."""
     global _file_cache
-    path = os.environ.get(PRICES_ENV, "").strip()
+    path = raw_text(PRICES_ENV)
     if not path:
         return {}
     try:

@@ -20,18 +20,18 @@ from typing import Optional
 from .context import Frame, _current_recorder, pending_frame
 from .errors import LoopDetected
 from .messages import ToolCall
-from .settings_table import env_number
+from .settings_table import default_of, read_number
 
 MAX_FAILED_REPEATS_ENV = "OPENPROGRAM_MAX_FAILED_REPEATS"
-MAX_FAILED_REPEATS = 3
+MAX_FAILED_REPEATS = default_of(MAX_FAILED_REPEATS_ENV)
 MAX_REPEATS_ENV = "OPENPROGRAM_MAX_REPEATS"
-MAX_REPEATS = 10
+MAX_REPEATS = default_of(MAX_REPEATS_ENV)
 
 
-def repeat_limit(name: str, default: int) -> int:
+def repeat_limit(name: str) -> int:
     """A repeat limit from the environment variable `name`: 0 (off) or a whole number >= 2 (a limit of 1
     would refuse every first call)."""
-    value = env_number(name, default, int)
+    value = read_number(name)
     if value == 1:
         raise ValueError(f"environment variable {name}=1 would refuse every call; use 0 (off) or a whole "
                          f"number >= 2")

@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from typing import Callable, Optional
 
 from . import interrupt
-from .settings_table import env_number
+from .settings_table import default_of, read_number
 
 
 class ProviderError(RuntimeError):
@@ -84,16 +84,16 @@ class RetryPolicy:
     """`max_retries` retries after the first attempt; delays grow from `base_delay_s` by `factor`,
     capped at `max_delay_s`; no retry starts after `max_total_s` seconds since the first attempt."""
 
-    max_retries: int = 3
+    max_retries: int = default_of("OPENPROGRAM_MODEL_RETRIES")
     base_delay_s: float = 0.5
     factor: float = 2.0
     max_delay_s: float = 8.0
-    max_total_s: float = 60.0  # a hung server holds a run for about this long at most, not minutes
+    max_total_s: float = default_of("OPENPROGRAM_MODEL_RETRY_TOTAL_S")  # a hung server holds a run for about this long at most, not minutes
 
     @classmethod
     def from_env(cls) -> "RetryPolicy":
-        return cls(max_retries=env_number("OPENPROGRAM_MODEL_RETRIES", 3, int),
-                   max_total_s=env_number("OPENPROGRAM_MODEL_RETRY_TOTAL_S", 60.0, float))
+        return cls(max_retries=read_number("OPENPROGRAM_MODEL_RETRIES"),
+                   max_total_s=read_number("OPENPROGRAM_MODEL_RETRY_TOTAL_S"))
 
     def delay(self, retry_index: int) -> float:
         return min(self.max_delay_s, self.base_delay_s * self.factor ** retry_index)

@@ -7,7 +7,6 @@ situational text about *where* the call is goes at the start of the user turn in
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from contextlib import contextmanager
 from typing import Callable, Iterable, Iterator, Optional
@@ -21,6 +20,7 @@ from .exec_loop import run_exec, run_llm
 from .policy import DEFAULT_TOOLSET  # noqa: F401  (the seed's name, read here by users and tests)
 from .providers.base import Provider, create_provider, resolve_model, split_model_spec
 from .providers.callable import CallableProvider
+from .settings_table import read_names, read_text
 from .situation import _SITUATIONAL_TEMPLATE, _situational_prefix  # noqa: F401  (the seed's names)
 
 
@@ -56,9 +56,9 @@ class Runtime:
         self._system = system
         self.model = model
         self.unattended = unattended_by_default() if unattended is None else unattended
-        deny = unattended_deny if unattended_deny is not None else os.environ.get("OPENPROGRAM_UNATTENDED_DENY", "")
+        deny = unattended_deny if unattended_deny is not None else read_names("OPENPROGRAM_UNATTENDED_DENY")
         self.unattended_deny = tuple(n.strip() for n in (deny.split(",") if isinstance(deny, str) else deny) if n.strip())
-        self.source = source if source is not None else os.environ.get("OPENPROGRAM_SOURCE") or None
+        self.source = source if source is not None else read_text("OPENPROGRAM_SOURCE")
         self.approver = approver
         self.results_dir = results_dir
         self.tool_cache = ResultCache()

@@ -21,11 +21,11 @@ from typing import Any, Callable, Optional
 from .. import interrupt
 from ..messages import ModelReply, ModelRequest
 from ..retry import ProviderError, RetryPolicy, call_with_retries, is_retryable_failure, retry_after_seconds
-from ..settings_table import env_number
+from ..settings_table import default_of, read_number
 from .base import Provider
 from .server_errors import complaint, context_overflow, error_code, is_context_overflow
 
-DEFAULT_TIMEOUT_S = 30.0  # per attempt, the whole response; the retries together stop at RetryPolicy.max_total_s
+DEFAULT_TIMEOUT_S = default_of("OPENPROGRAM_MODEL_TIMEOUT_S")  # per attempt, the whole response; the retries together stop at RetryPolicy.max_total_s
 # The cap on a reply's length in tokens (`max_tokens=` or this variable): Anthropic's max_tokens, which
 # its API requires (DEFAULT_MAX_TOKENS when neither is set); for OpenAI and the servers speaking its
 # protocol, sent only when set (a reasoning model's thinking counts against it), under the field the
@@ -65,10 +65,10 @@ class SDKProvider(Provider):
         super().__init__(model)
         self.api_key = api_key or os.environ.get(self.api_key_env) or None
         self.base_url = base_url or os.environ.get(self.base_url_env) or None
-        self.timeout_s = timeout_s or env_number("OPENPROGRAM_MODEL_TIMEOUT_S", DEFAULT_TIMEOUT_S) or DEFAULT_TIMEOUT_S
+        self.timeout_s = timeout_s or read_number("OPENPROGRAM_MODEL_TIMEOUT_S") or DEFAULT_TIMEOUT_S
         self.retry = retry or RetryPolicy.from_env()
         # None: not set (0 counts as not set, as for the other settings).
-        self.max_tokens: Optional[int] = max_tokens or env_number(MAX_TOKENS_ENV, None, int) or None
+        self.max_tokens: Optional[int] = max_tokens or read_number(MAX_TOKENS_ENV) or None
 
     # -- what a subclass provides -------------------------------------------------------------
 
