@@ -13,6 +13,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from dag import conf as dag_conf
 from runtime.settings_table import env_flag
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -298,18 +299,6 @@ REST_KNOX = {
     "TOKEN_TTL": timedelta(days=OPENPROGRAM_API_TOKEN_DAYS) if OPENPROGRAM_API_TOKEN_DAYS else None,
     "AUTH_HEADER_PREFIX": "Token",
 }
-# Password checks (the login page and POST /api/token/ together) per client address (see dag.conf).
-OPENPROGRAM_LOGIN_RATE = os.environ.get("OPENPROGRAM_LOGIN_RATE")
-# Failed password checks against one account from every address together (see dag.conf).
-OPENPROGRAM_ACCOUNT_LOGIN_RATE = os.environ.get("OPENPROGRAM_ACCOUNT_LOGIN_RATE")
-# Days ended sessions are kept, and days a share link works (see dag.conf).
-OPENPROGRAM_RETENTION_DAYS = os.environ.get("OPENPROGRAM_RETENTION_DAYS")
-OPENPROGRAM_SHARE_DAYS = os.environ.get("OPENPROGRAM_SHARE_DAYS")
-# Models a launch may choose beyond the simulated ones and each provider's default (see dag.conf).
-OPENPROGRAM_MODELS = os.environ.get("OPENPROGRAM_MODELS")
-# Where ended nodes are exported as OpenTelemetry spans, and how long one export may take (see dag.conf).
-OPENPROGRAM_OTLP_ENDPOINT = os.environ.get("OPENPROGRAM_OTLP_ENDPOINT")
-OPENPROGRAM_OTLP_TIMEOUT_S = os.environ.get("OPENPROGRAM_OTLP_TIMEOUT_S")
 SPECTACULAR_SETTINGS = {
     "TITLE": "OpenProgram Web API",
     "DESCRIPTION": "Launch agentic functions, read their call DAG, and stop runs.",
@@ -323,32 +312,12 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- OpenProgram ------------------------------------------------------------------------------
-# Read through dag.conf (`conf.EXECUTOR`, ...), which holds each one's default and what it means. Unset
+# Every setting of dag.conf's table (the login rates, the executor, the leases, ...), as the environment
+# sets it: read through dag.conf (`conf.EXECUTOR`, ...), which holds each one's default and meaning. Unset
 # (None) is the default; text from the environment is converted to the default's type there.
-OPENPROGRAM_FUNCTION_MODULES = os.environ.get("OPENPROGRAM_FUNCTION_MODULES")
-OPENPROGRAM_SITE_URL = os.environ.get("OPENPROGRAM_SITE_URL")
-OPENPROGRAM_EXECUTOR = os.environ.get("OPENPROGRAM_EXECUTOR")
-OPENPROGRAM_EXECUTOR_WORKERS = os.environ.get("OPENPROGRAM_EXECUTOR_WORKERS")
-OPENPROGRAM_MAX_ARGS_BYTES = os.environ.get("OPENPROGRAM_MAX_ARGS_BYTES")
-OPENPROGRAM_MAX_ACTIVE_RUNS_PER_USER = os.environ.get("OPENPROGRAM_MAX_ACTIVE_RUNS_PER_USER")
-OPENPROGRAM_MAX_STORED_BYTES_PER_USER = os.environ.get("OPENPROGRAM_MAX_STORED_BYTES_PER_USER")
-OPENPROGRAM_WS_HEARTBEAT_S = os.environ.get("OPENPROGRAM_WS_HEARTBEAT_S")
-OPENPROGRAM_MAX_LIVE_SOCKETS_PER_USER = os.environ.get("OPENPROGRAM_MAX_LIVE_SOCKETS_PER_USER")
-OPENPROGRAM_BROADCAST_WINDOW_S = os.environ.get("OPENPROGRAM_BROADCAST_WINDOW_S")
-OPENPROGRAM_LIST_UPDATE_S = os.environ.get("OPENPROGRAM_LIST_UPDATE_S")
-OPENPROGRAM_WORKER_CONCURRENCY = os.environ.get("OPENPROGRAM_WORKER_CONCURRENCY")
-OPENPROGRAM_CELERY_QUEUE = os.environ.get("OPENPROGRAM_CELERY_QUEUE")
-OPENPROGRAM_CELERY_VISIBILITY_TIMEOUT_S = os.environ.get("OPENPROGRAM_CELERY_VISIBILITY_TIMEOUT_S")
-OPENPROGRAM_QUEUED_RESEND_S = os.environ.get("OPENPROGRAM_QUEUED_RESEND_S")
-OPENPROGRAM_STOP_PUBSUB = os.environ.get("OPENPROGRAM_STOP_PUBSUB")
-OPENPROGRAM_STOP_POLL_S = os.environ.get("OPENPROGRAM_STOP_POLL_S")
-OPENPROGRAM_CANCEL_DEADLINE_S = os.environ.get("OPENPROGRAM_CANCEL_DEADLINE_S")
-OPENPROGRAM_LEASE_S = os.environ.get("OPENPROGRAM_LEASE_S")
-OPENPROGRAM_HEARTBEAT_S = os.environ.get("OPENPROGRAM_HEARTBEAT_S")
-OPENPROGRAM_DB_OUTAGE_S = os.environ.get("OPENPROGRAM_DB_OUTAGE_S")
-OPENPROGRAM_WRITE_BATCH_MS = os.environ.get("OPENPROGRAM_WRITE_BATCH_MS")
-OPENPROGRAM_WRITE_BATCH_ROWS = os.environ.get("OPENPROGRAM_WRITE_BATCH_ROWS")
-OPENPROGRAM_WRITER = os.environ.get("OPENPROGRAM_WRITER")
+for _setting in dag_conf.SETTINGS:
+    globals()[_setting.name] = os.environ.get(_setting.name)
+del _setting
 
 # --- the rest ---------------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"
