@@ -14,6 +14,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from dag import conf as dag_conf
+from openprogram_web import settings_table
 from runtime.settings_table import env_flag
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -24,11 +25,17 @@ if not VAR_DIR.exists():
     VAR_DIR.mkdir(parents=True, mode=0o700)
 
 
-def env_bool(name: str, default: bool) -> bool:
-    """An on/off variable (unset or blank: `default`); a word that is neither is named (HTTPS=yse must not
-    quietly mean off)."""
+def default_of(name: str):
+    """The default of the environment variable `name`, from openprogram_web/settings_table.py (with what
+    it means)."""
+    return settings_table.SERVER_SETTINGS[name].default
+
+
+def env_bool(name: str) -> bool:
+    """An on/off variable (unset or blank: its default); a word that is neither is named (HTTPS=yse must
+    not quietly mean off)."""
     try:
-        return env_flag(name, default)
+        return env_flag(name, default_of(name))
     except ValueError as exc:
         raise ImproperlyConfigured(str(exc)) from None
 
@@ -39,10 +46,12 @@ def _range_text(kind_text: str, maximum, positive: bool) -> str:
     return f"{kind_text} {'above 0 and at most' if positive else 'from 0 to'} {maximum}"
 
 
-def env_number(name: str, default, kind=int, *, maximum=None, positive: bool = False, allowed: str = ""):
+def env_number(name: str, *, maximum=None, positive: bool = False, allowed: str = ""):
     """A number from 0 (above 0 if `positive`) to `maximum` (None: any) from the environment (unset or
-    blank: `default`); a wrong one is named, saying what is `allowed` (by default, the kind of number and
-    its range)."""
+    blank: its default, whose type it takes); a wrong one is named, saying what is `allowed` (by default,
+    the kind of number and its range)."""
+    default = default_of(name)
+    kind = type(default)
     value = os.environ.get(name, "").strip()
     if not value:
         return default
@@ -58,8 +67,12 @@ def env_number(name: str, default, kind=int, *, maximum=None, positive: bool = F
     return number
 
 
-def env_list(name: str, default: str) -> list[str]:
-    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+def env_list(name: str) -> list[str]:
+    """Comma-separated names (unset: its default; set but blank: none)."""
+    text = os.environ.get(name)
+    if text is None:
+        return list(default_of(name))
+    return [item.strip() for item in text.split(",") if item.strip()]
 
 
 def _secret_key() -> str:
@@ -79,10 +92,10 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
-DEBUG = env_bool("DEBUG", False)
+DEBUG = env_bool("DEBUG")
 # Django's test client's "testserver" is added by the test set-up (pytest-django, Django's runner), not here.
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
-CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
     "daphne",
@@ -153,11 +166,11 @@ elif DATABASES["default"].get("NAME"):
     DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{os.getpid()}"}
 # Small, and the same whatever a worker's concurrency: a run borrows a connection for one operation at a
 # time (dag.recording.write_path.borrowing), and 4 of these are kept for the process's upkeep.
-DB_POOL_SIZE = env_number("OPENPROGRAM_DB_POOL_SIZE", 10, maximum=1000)
+DB_POOL_SIZE = env_number("OPENPROGRAM_DB_POOL_SIZE", maximum=1000)
 # Both above 0: the pool looks for an idle connection to close every IDLE_S (0 would never rest), and a
 # request waits TIMEOUT_S for a connection the pool opens in the background (0 would fail every first one).
-DB_POOL_IDLE_S = env_number("OPENPROGRAM_DB_POOL_IDLE_S", 60.0, float, maximum=86_400, positive=True)
-DB_POOL_TIMEOUT_S = env_number("OPENPROGRAM_DB_POOL_TIMEOUT_S", 10.0, float, maximum=3_600, positive=True)
+DB_POOL_IDLE_S = env_number("OPENPROGRAM_DB_POOL_IDLE_S", maximum=86_400, positive=True)
+DB_POOL_TIMEOUT_S = env_number("OPENPROGRAM_DB_POOL_TIMEOUT_S", maximum=3_600, positive=True)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DB_POOL_SIZE:
     # A pool of connections per process (Django's, psycopg_pool): a request, a websocket's read or a run
     # takes a connection already open instead of opening one (3-15 ms each here, and a backend's start-up
@@ -215,7 +228,8 @@ def throttle_cache(prefix: str) -> dict:
 
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-    "throttles": throttle_cache(os.environ.get("OPENPROGRAM_THROTTLE_PREFIX", "").strip() or "openprogram-throttle"),
+    "throttles": throttle_cache(os.environ.get("OPENPROGRAM_THROTTLE_PREFIX", "").strip()
+                                or default_of("OPENPROGRAM_THROTTLE_PREFIX")),
 }
 
 # The Celery broker, when runs execute on Celery workers (OPENPROGRAM_EXECUTOR=celery); see
@@ -249,11 +263,11 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 # --- HTTPS ------------------------------------------------------------------------------------
 # HTTPS=1: the site is reached over HTTPS only, directly or through a TLS proxy. Cookies then travel over
 # HTTPS only, browsers are told to use nothing else (HSTS), and a plain-HTTP request is redirected.
-HTTPS = env_bool("HTTPS", False)
+HTTPS = env_bool("HTTPS")
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
-SECURE_HSTS_SECONDS = env_number("OPENPROGRAM_HSTS_SECONDS", 31536000) if HTTPS else 0
-SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("OPENPROGRAM_HSTS_INCLUDE_SUBDOMAINS", False)
-SECURE_SSL_REDIRECT = HTTPS and env_bool("OPENPROGRAM_SSL_REDIRECT", True)
+SECURE_HSTS_SECONDS = env_number("OPENPROGRAM_HSTS_SECONDS") if HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("OPENPROGRAM_HSTS_INCLUDE_SUBDOMAINS")
+SECURE_SSL_REDIRECT = HTTPS and env_bool("OPENPROGRAM_SSL_REDIRECT")
 
 
 def proxy_ssl_header(name: str) -> tuple[str, str] | None:
@@ -288,12 +302,12 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     # Proxies in front of the server: the client address the throttles count is the one this many hops
     # back in X-Forwarded-For; 0 (the default) ignores that header, which any client can write.
-    "NUM_PROXIES": env_number("OPENPROGRAM_NUM_PROXIES", 0),
+    "NUM_PROXIES": env_number("OPENPROGRAM_NUM_PROXIES"),
 }
 # API tokens (django-rest-knox: stored hashed) stop working this many days after they are issued; 0: never.
 # At most a century: far larger lifetimes overflow the expiry's date, and every token request was a 500.
 MAX_API_TOKEN_DAYS = 36_500
-OPENPROGRAM_API_TOKEN_DAYS = env_number("OPENPROGRAM_API_TOKEN_DAYS", 90.0, float, maximum=MAX_API_TOKEN_DAYS, allowed=(
+OPENPROGRAM_API_TOKEN_DAYS = env_number("OPENPROGRAM_API_TOKEN_DAYS", maximum=MAX_API_TOKEN_DAYS, allowed=(
     f"a number of days from 0 (tokens never expire) to {MAX_API_TOKEN_DAYS}"))
 REST_KNOX = {
     "TOKEN_TTL": timedelta(days=OPENPROGRAM_API_TOKEN_DAYS) if OPENPROGRAM_API_TOKEN_DAYS else None,
@@ -338,5 +352,5 @@ LOGGING = {
     # A bad Host header, which any client can send: one warning line, not an error with a traceback.
     "filters": {"one_warning_line": {"()": "openprogram_web.log_filters.OneWarningLine"}},
     "loggers": {"django.security.DisallowedHost": {"filters": ["one_warning_line"]}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", default_of("LOG_LEVEL"))},
 }
