@@ -52,6 +52,23 @@ def thread_seconds(pid: int) -> Optional[dict[str, float]]:
     return seconds
 
 
+def running_seconds(pid: int) -> Optional[float]:
+    """The CPU seconds process `pid`'s live threads have run, to the nanosecond (each thread's
+    /proc/<pid>/task/<tid>/schedstat): for work too short for the ticks of `process_seconds`. A thread
+    that ended is no longer counted. None if they cannot be read."""
+    nanoseconds = 0
+    try:
+        tasks = list((PROC / str(pid) / "task").iterdir())
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            nanoseconds += int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # ended while read
+    return nanoseconds / 1e9
+
+
 def children_seconds(pid: int) -> Optional[dict[int, float]]:
     """The CPU seconds of each live child process of `pid` (a server's writer process), by pid; None
     without /proc."""
