@@ -1,12 +1,16 @@
 """Sending the spans of ended nodes to an OTLP/HTTP receiver (OPENPROGRAM_OTLP_ENDPOINT).
 
 The forwarder listens to what the write path publishes after each commit (`dag.live.broadcast`), so a
-run never calls it: in the writer's thread it only keeps the published list. Its own thread, every
-SEND_EVERY_S, hands what was published to the span process (`span_process`) as one JSON message, which
-picks the nodes that ended, builds their spans and sends them, batched, with the official SDK: the
-serving process does no work per span at all. When the receiver is away, batches are dropped there, counted, and a
-warning here says how many were lost so far (at most once a minute). A span process that falls behind
-or dies loses what it is handed past MAX_WAITING changes, counted the same way; a run never waits.
+run never calls it: in the writer's thread it only keeps the published list. Its own thread, asleep
+while nothing is published, gathers SEND_EVERY_S of it at a time, picks the records of the nodes that
+ended and hands them to the span process (`span_process`) as one JSON message; that process builds
+their spans and sends them, batched, with the official SDK: the serving process builds no span at all.
+
+When the receiver is away, the span process drops the batch and tells the forwarder, which for AWAY_S
+then drops the nodes that end right where they are published, counted, unkept and unsent (no thread
+woken, nothing encoded or built); then it hands them over again and the next batch tries again. A
+warning here says how many spans were lost so far (at most once a minute). A span process that falls
+behind or dies loses what it is handed past MAX_WAITING changes, counted the same way; a run never waits.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ import orjson
 from .. import piped_child
 from ..conf import conf
 from ..live import broadcast
+from ..models import Node
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +40,10 @@ SEND_EVERY_S = 0.05
 PIPE_BYTES = 1 << 20
 # Published changes (each a list of messages) waiting for the sending thread; past it they are dropped.
 MAX_WAITING = 10_000
+# After a batch the receiver did not take, how long the nodes that end are dropped here, unsent.
+AWAY_S = 5.0
+# The clock AWAY_S is measured on (a test's handle).
+_clock = time.monotonic
 CHILD_MAIN = "import sys; from dag.telemetry.span_process import main; main(sys.argv)"
 
 
@@ -51,14 +60,18 @@ class SpanForwarder:
     def __init__(self, endpoint: str, timeout_s: float):
         self.url = traces_url(endpoint)
         self.exported = 0
-        self.dropped = 0  # by the span process (the receiver away) and here (it fell behind or died)
+        self.dropped = 0  # by the span process and here (the receiver away; the span process behind or dead)
+        self.forwarded = 0  # ended nodes handed to the span process
         self._dropped_here = 0
+        self._failures = 0  # batches the receiver did not take, as the span process last said
+        self._away_until = 0.0  # on `_clock`: till then, the receiver is taken for away
         self._warned_at: Optional[float] = None
         self._waiting: deque = deque()
         self._flushes: deque = deque()  # the events of flushes sent and not yet answered
         self._lock = threading.Lock()  # the counts
         self._send_lock = threading.Lock()  # one sender at a time: a flush's marker follows what it covers
         self._closing = threading.Event()
+        self._published = threading.Event()  # something waits for the sending thread
         self.timeout_s = timeout_s
         self.process: Optional[subprocess.Popen] = None
         self._start_lock = threading.Lock()
@@ -80,25 +93,45 @@ class SpanForwarder:
             CHILD_MAIN, self.url, str(timeout_s), sending_bytes=PIPE_BYTES)
 
     def __call__(self, session_id: str, messages: list) -> None:
-        """In the writer's thread, after a commit: keep the changes for the sending thread, nothing more."""
+        """In the writer's thread, after a commit: keep the changes for the sending thread, nothing more;
+        while the receiver is away, count the nodes that ended as dropped instead (no thread is woken)."""
         if self.process is None and not self._started():
             return
-        if len(self._waiting) < MAX_WAITING:
+        if _clock() < self._away_until:
+            self._lost(len(ended_nodes(messages)))
+        elif len(self._waiting) < MAX_WAITING:
             self._waiting.append((str(session_id), messages))
+            if not self._published.is_set():
+                self._published.set()
         else:
             self._lost(len(messages))
 
     def _send_loop(self) -> None:
-        while not self._closing.wait(SEND_EVERY_S):
+        """Asleep while nothing is published; SEND_EVERY_S after a change, all published by then in one message."""
+        while True:
+            self._published.wait()
+            if self._closing.wait(SEND_EVERY_S):
+                break  # `close` sends what is waiting
+            self._published.clear()  # before the changes are taken: one published after it wakes the next turn
             with self._send_lock:
                 self._send_waiting()
 
     def _send_waiting(self) -> None:
-        batch = []
+        ended = []
         while self._waiting:
-            batch.append(self._waiting.popleft())
-        if batch:  # the span process picks the nodes that ended: here that would be Python work per node
-            self._send(["changes", batch], sum(len(messages) for _, messages in batch))
+            session_id, messages = self._waiting.popleft()
+            nodes = ended_nodes(messages)
+            if nodes:
+                ended.append((session_id, nodes))
+        if not ended:
+            return
+        spans = sum(len(nodes) for _, nodes in ended)
+        with self._lock:
+            away, failures = _clock() < self._away_until, self._failures
+        if away:
+            self._lost(spans)
+        elif self._send(["ended", failures, ended], spans):
+            self.forwarded += spans
 
     def _send(self, message: list, spans: int = 0) -> bool:
         try:
@@ -125,11 +158,14 @@ class SpanForwarder:
             more_dropped = totals["dropped"] + self._dropped_here > self.dropped
             self.exported = totals["exported"]
             self.dropped = totals["dropped"] + self._dropped_here
+            if totals["failures"] > self._failures:  # the receiver did not take a batch: it is away
+                self._failures = totals["failures"]
+                self._away_until = _clock() + AWAY_S
         if more_dropped:
             self._warn()
 
     def _lost(self, spans: int) -> None:
-        """`spans` (about: changes, of which some were not ends) could not be handed over."""
+        """`spans` were not handed over (about, for the changes past MAX_WAITING: some were no ends)."""
         if not spans:
             return
         with self._lock:
@@ -162,6 +198,7 @@ class SpanForwarder:
         """Send what is waiting, then end the span process (it sends what it holds first)."""
         with self._start_lock:
             self._closing.set()
+            self._published.set()
         if self.process is None:
             return
         self._sender.join(timeout_s)
@@ -175,6 +212,12 @@ class SpanForwarder:
             self.process.wait()
         self._reader.join(timeout_s)
         self.receiving.close()
+
+
+def ended_nodes(messages: list) -> list:
+    """The records of the nodes that ended, of what the write path published (a test per change)."""
+    return [message["node"] for message in messages
+            if message.get("type") == "node" and message["node"]["status"] in Node.TERMINAL]
 
 
 _installed: Optional[SpanForwarder] = None

@@ -7,10 +7,11 @@ this process, which never imports Django, does the rest with the official SDK: a
 whose thread sends the spans with the OTLP/HTTP (protobuf) exporter.
 
 Over a pair of pipes (`multiprocessing.connection` framing, JSON):
-- from the serving process: `["changes", [[session id, [message, ...]], ...]]`, what the write path
-  published (`{"type": "node", "node": record}` among them), and `["flush"]`;
-- to it: `{"exported": N, "dropped": M}` (totals) after every batch the exporter sent or dropped, and
-  `{"flushed": true, ...}` once a flush has sent what was queued before it.
+- from the serving process: `["ended", F, [[session id, [record, ...]], ...]]`, the records of the nodes
+  that ended, sent knowing of F failed batches (see `serve`), and `["flush"]`;
+- to it: `{"exported": N, "dropped": M, "failures": F}` (totals: spans sent, spans dropped, batches the
+  receiver did not take) after every batch the exporter sent or dropped, and `{"flushed": true, ...}`
+  once a flush has sent what was queued before it.
 It ends when the pipe from the serving process closes, after sending what it holds (within the timeout).
 """
 from __future__ import annotations
@@ -19,7 +20,6 @@ import logging
 import os
 import sys
 import threading
-import time
 from multiprocessing.connection import Connection
 from typing import Callable, Sequence
 
@@ -32,25 +32,25 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from .spans import node_span
 
 SERVICE = "openprogram-web"
-TERMINAL = frozenset({"completed", "error", "cancelled", "refused", "interrupted"})  # a node's span ends with it
 FLUSH_TIMEOUT_MS = 60_000
-AWAY_S = 5.0  # after a failed export, how long ended spans are dropped unbuilt before the next try
+# The processor's queue (the SDK's default). Spans handed to it and not yet sent or dropped by the exporter
+# are at most that many: past it, the processor could drop one itself (uncounted, and built for nothing), so
+# they are dropped here, unbuilt and counted.
+MAX_QUEUED = 2048
 NICENESS = 10
 
 
 class CountedExporter(SpanExporter):
-    """The OTLP exporter, counting what it delivered and what it could not (`report(totals)` after each).
-
-    After a batch it could not deliver, the receiver is taken for away for AWAY_S: the spans ended
-    meanwhile are dropped (`drop`) without being built or encoded, which would be work on the machine
-    the runs use for spans no one takes; then the next batch tries again.
-    """
+    """The OTLP exporter, counting the spans it delivered, those it could not, and the batches it could
+    not deliver (`failures`), reported (`report(totals)`) after each batch; and deciding how many ended
+    spans the processor that feeds it is handed (`take`)."""
 
     def __init__(self, exporter: SpanExporter, report: Callable[[dict], None]):
         self.exporter = exporter
         self.report = report
-        self.totals = {"exported": 0, "dropped": 0}
-        self.away_until = 0.0
+        self.totals = {"exported": 0, "dropped": 0, "failures": 0}
+        self._handed = 0  # spans given to the processor
+        self._settled = 0  # of them, those this exporter sent or dropped
         self._lock = threading.Lock()
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
@@ -58,25 +58,28 @@ class CountedExporter(SpanExporter):
             result = self.exporter.export(spans)
         except Exception:  # an exporter must not take the processor's thread down with it
             result = SpanExportResult.FAILURE
-        if result is not SpanExportResult.SUCCESS:
-            self.away_until = time.monotonic() + AWAY_S
-        self._count("exported" if result is SpanExportResult.SUCCESS else "dropped", len(spans))
-        return result
-
-    def away(self) -> bool:
-        return time.monotonic() < self.away_until
-
-    def drop(self, spans: int) -> None:
-        """Count `spans` dropped unbuilt; reported with the next batch's outcome or flush, not now (a
-        report wakes a thread of the serving process)."""
         with self._lock:
-            self.totals["dropped"] += spans
-
-    def _count(self, outcome: str, spans: int) -> None:
-        with self._lock:
-            self.totals[outcome] += spans
+            self._settled += len(spans)
+            if result is SpanExportResult.SUCCESS:
+                self.totals["exported"] += len(spans)
+            else:
+                self.totals["dropped"] += len(spans)
+                self.totals["failures"] += 1
             totals = dict(self.totals)
         self.report(totals)
+        return result
+
+    def take(self, spans: int, failures_known: int) -> int:
+        """How many of `spans` ended spans, sent knowing of `failures_known` failed batches, to build and
+        hand the processor: none if they were sent before the serving process knew of the last failure,
+        else as many as the processor's queue has room for. The rest are counted dropped, and reported
+        with the next batch's outcome or flush, not now (a report wakes a thread of the serving process)."""
+        with self._lock:
+            known = failures_known >= self.totals["failures"]
+            taken = max(0, min(spans, MAX_QUEUED - (self._handed - self._settled))) if known else 0
+            self._handed += taken
+            self.totals["dropped"] += spans - taken
+        return taken
 
     def shutdown(self) -> None:
         self.exporter.shutdown()
@@ -86,6 +89,13 @@ class CountedExporter(SpanExporter):
 
 
 def serve(receiving: Connection, sending: Connection, url: str, timeout_s: float) -> None:
+    """Build and send the spans of the ended nodes received, until the pipe closes.
+
+    After a batch the receiver did not take, the serving process (told by the totals' `failures`) holds
+    the nodes that end for a while (`export.AWAY_S`) and drops them unsent: no work on the machine the
+    runs use for spans no one takes. What it sent before it knew (tagged with fewer failures than there
+    were) is dropped here unbuilt; what it sends after its wait is built, and its batch tries again.
+    """
     send_lock = threading.Lock()
 
     def send(message: dict) -> None:
@@ -96,7 +106,7 @@ def serve(receiving: Connection, sending: Connection, url: str, timeout_s: float
                 pass
 
     exporter = CountedExporter(OTLPSpanExporter(endpoint=url, timeout=timeout_s), send)
-    processor = BatchSpanProcessor(exporter)
+    processor = BatchSpanProcessor(exporter, max_queue_size=MAX_QUEUED)
     # OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES are read as usual; the service is named only if they do not.
     resource = Resource.create({} if os.environ.get("OTEL_SERVICE_NAME") else {SERVICE_NAME: SERVICE})
     try:
@@ -105,13 +115,10 @@ def serve(receiving: Connection, sending: Connection, url: str, timeout_s: float
                 message = orjson.loads(receiving.recv_bytes())
             except (EOFError, OSError):
                 break
-            if message[0] == "changes":
-                ended = [(session_id, change["node"]) for session_id, changes in message[1] for change in changes
-                         if change.get("type") == "node" and change["node"]["status"] in TERMINAL]
-                if exporter.away():
-                    exporter.drop(len(ended))
-                    continue
-                for session_id, node in ended:
+            if message[0] == "ended":
+                _, failures_known, sessions = message
+                ended = [(session_id, node) for session_id, nodes in sessions for node in nodes]
+                for session_id, node in ended[:exporter.take(len(ended), failures_known)]:
                     processor.on_end(node_span(session_id, node, resource))
             elif message[0] == "flush":
                 processor.force_flush(FLUSH_TIMEOUT_MS)
@@ -124,7 +131,7 @@ def serve(receiving: Connection, sending: Connection, url: str, timeout_s: float
 def main(argv: list[str]) -> None:
     """`python -m dag.telemetry.span_process FD_IN FD_OUT URL TIMEOUT_S`: serve the inherited pipes."""
     # The exporter logs an error per batch it could not send; the serving process counts them and warns
-    # once a minute instead (the SDK's other warnings, a full queue among them, stay).
+    # once a minute instead (the SDK's other warnings stay; its queue never overflows: `take`).
     logging.getLogger("opentelemetry.exporter").setLevel(logging.CRITICAL)
     # Background work: on a busy machine the runs' processes go first, this one gets what is left.
     os.nice(NICENESS)

@@ -13,16 +13,23 @@ from google.protobuf.json_format import MessageToDict
 class OtlpReceiver:
     """Start with `with OtlpReceiver() as receiver:`; `receiver.url` to export to, `receiver.spans` the
     spans received (each a dict: name, traceId and spanId as hex, parentSpanId, attributes by key, status,
-    events), with the resource's attributes under "resource"."""
+    events), with the resource's attributes under "resource". While `refusing`, it answers every batch
+    400 Bad Request and keeps none (an exporter does not try such a batch again)."""
 
     def __init__(self):
         self.spans: list[dict] = []
+        self.refusing = False
         self.lock = threading.Lock()
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if receiver.refusing:
+                    self.send_response(400)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 request = ExportTraceServiceRequest.FromString(body)
                 receiver.keep(request)
                 answer = ExportTraceServiceResponse().SerializeToString()

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 from django.db import connection
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from dag.models import Node, Session
 from dag.telemetry import export
+from dag.telemetry.span_process import MAX_QUEUED, CountedExporter
 
 from ...database_url import database_url
 from .otlp_receiver import OtlpReceiver
@@ -102,13 +104,64 @@ def test_an_unreachable_receiver_drops_the_spans_with_a_counted_warning(exportin
     with caplog.at_level(logging.WARNING, logger="dag.telemetry.export"):
         session = recorded(user, "two_questions")
         forwarder.flush()
-        # The receiver is now taken for away: the next run's spans are dropped without being built.
+        # The receiver is now taken for away: the next run's spans are dropped where they are published.
         later = recorded(user, "two_questions")
         forwarder.flush()
     assert session.status == later.status == "completed"
-    assert forwarder.dropped == 6 and forwarder.exported == 0
+    assert forwarder.dropped == 6 and forwarder.exported == 0 and forwarder.forwarded == 3
     assert "OpenTelemetry: 3 span(s) dropped so far" in caplog.text and "OPENPROGRAM_OTLP_ENDPOINT" in caplog.text
     assert caplog.text.count("span(s) dropped so far") == 1  # warned once a minute, not per batch
+
+
+def test_while_the_receiver_is_away_nothing_is_handed_over_and_spans_resume_after(receiver, exporting, user,
+                                                                                   debug_functions, provider_calls,
+                                                                                   monkeypatch):
+    """A batch the receiver did not take: for AWAY_S the nodes that end are dropped (counted) in the
+    serving process, never handed to the span process; after it, they are sent again and taken."""
+    now = [1000.0]
+    monkeypatch.setattr(export, "_clock", lambda: now[0])
+    forwarder = exporting(receiver.url)
+    receiver.refusing = True
+    refused = recorded(user, "two_questions")
+    forwarder.flush()
+    assert (forwarder.forwarded, forwarder.dropped) == (3, 3)
+    away = recorded(user, "two_questions")
+    forwarder.flush()
+    assert (forwarder.forwarded, forwarder.dropped) == (3, 6)
+    receiver.refusing = False
+    now[0] += export.AWAY_S
+    back = recorded(user, "two_questions")
+    assert forwarder.flush()
+    assert (forwarder.forwarded, forwarder.exported, forwarder.dropped) == (6, 3, 6)
+    assert set(by_seq(receiver.spans, back)) == {0, 1, 2}
+    assert not by_seq(receiver.spans, refused) and not by_seq(receiver.spans, away)
+
+
+class Outcomes(SpanExporter):
+    """An exporter whose batches succeed or fail as told."""
+
+    def __init__(self):
+        self.result = SpanExportResult.SUCCESS
+
+    def export(self, spans):
+        return self.result
+
+
+def test_the_span_process_builds_no_more_spans_than_its_processor_holds_and_counts_the_rest():
+    """Spans past what the SDK's queue holds would be built, then dropped by it uncounted: they are
+    dropped unbuilt and counted instead; and what was sent before a failed batch was known is dropped."""
+    outcomes, reports = Outcomes(), []
+    exporter = CountedExporter(outcomes, reports.append)
+    assert exporter.take(MAX_QUEUED + 100, failures_known=0) == MAX_QUEUED
+    assert exporter.totals == {"exported": 0, "dropped": 100, "failures": 0}
+    exporter.export([None] * 500)  # 500 of them sent: room for 500 more
+    assert exporter.take(600, failures_known=0) == 500
+    outcomes.result = SpanExportResult.FAILURE
+    exporter.export([None] * 10)
+    assert reports[-1] == {"exported": 500, "dropped": 210, "failures": 1}
+    assert exporter.take(5, failures_known=0) == 0  # sent before the serving process knew of the failure
+    assert exporter.take(5, failures_known=1) == 5
+    assert exporter.totals == {"exported": 500, "dropped": 215, "failures": 1}
 
 
 def test_the_endpoint_setting_is_checked(settings):
