@@ -34,14 +34,21 @@ def process_seconds(pid: int) -> Optional[float]:
     return own * _tick_seconds()
 
 
+def _threads(pid: int) -> Optional[list[Path]]:
+    """The /proc entries of process `pid`'s live threads, None if they cannot be read."""
+    try:
+        return list((PROC / str(pid) / "task").iterdir())
+    except OSError:
+        return None
+
+
 def thread_seconds(pid: int) -> Optional[dict[str, float]]:
     """The CPU seconds of process `pid`'s live threads by their OS names (`dag.thread_names`), threads of
     one kind summed under one name ("op-run-0", "op-run-1": "op-run"); None if they cannot be read."""
-    seconds: dict[str, float] = {}
-    try:
-        tasks = list((PROC / str(pid) / "task").iterdir())
-    except OSError:
+    tasks = _threads(pid)
+    if tasks is None:
         return None
+    seconds: dict[str, float] = {}
     for task in tasks:
         try:
             name = re.sub(r"[-_]\d+$", "", (task / "comm").read_text().strip())
@@ -56,11 +63,10 @@ def running_seconds(pid: int) -> Optional[float]:
     """The CPU seconds process `pid`'s live threads have run, to the nanosecond (each thread's
     /proc/<pid>/task/<tid>/schedstat): for work too short for the ticks of `process_seconds`. A thread
     that ended is no longer counted. None if they cannot be read."""
-    nanoseconds = 0
-    try:
-        tasks = list((PROC / str(pid) / "task").iterdir())
-    except OSError:
+    tasks = _threads(pid)
+    if tasks is None:
         return None
+    nanoseconds = 0
     for task in tasks:
         try:
             nanoseconds += int((task / "schedstat").read_text().split()[0])
