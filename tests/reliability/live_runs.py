@@ -15,7 +15,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from dag.models import Node, Session
-from tests.web.launch_helpers import wait_for
+from tests.web.launch_helpers import wait_for_end as ended_and_measured
 
 from .bounds import START_S
 from .servers import LiveServer, server_environment
@@ -83,10 +83,8 @@ def database_view(session_id: str) -> tuple[dict, list[dict]]:
 
 
 def wait_for_end(session_id: str, timeout: float = START_S) -> Session:
-    def ended():
-        session = Session.objects.get(pk=session_id)
-        return session if session.is_terminal else None
-    return wait_for(ended, timeout, f"session {session_id} to end")
+    """The session once it ended and was measured (see `tests.web.launch_helpers.wait_for_end`)."""
+    return ended_and_measured(Session.objects.get(pk=session_id), timeout)
 
 
 def still_running(session_ids) -> list[str]:

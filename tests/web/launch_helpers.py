@@ -215,8 +215,16 @@ def wait_for(predicate, timeout: float = 60.0, what: str = "condition"):
 
 
 def wait_for_end(session, timeout: float = 60.0):
-    """The session once it reached a terminal status."""
+    """The session once it reached a terminal status and, outside a test's own transaction, was measured.
+
+    A session's size is measured in a transaction of its own just after its end is committed (by a run's
+    thread, or a worker process). A test that ended on the end alone could tear down (TRUNCATE every
+    table) while that measurement still ran: PostgreSQL then found the two deadlocked and failed the
+    teardown, and the next test's setup with it. Inside a test's transaction the measurement waits for a
+    commit that never comes, so there the end is enough."""
+    measured = not connections[DEFAULT_DB_ALIAS].in_atomic_block
+
     def ended():
         session.refresh_from_db()
-        return session if session.is_terminal else None
-    return wait_for(ended, timeout, f"session {session.pk} to end")
+        return session if session.is_terminal and (session.stored_bytes is not None or not measured) else None
+    return wait_for(ended, timeout, f"session {session.pk} to end" + (" and be measured" if measured else ""))
