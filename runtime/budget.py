@@ -31,9 +31,10 @@ import logging
 import math
 import threading
 import time
-from typing import Any, NoReturn, Optional
+from typing import Any, Optional
 
-from .context import _current_budget, _current_frame, _current_recorder, open_agentic_levels
+from .budget_breaches import deadline_breach, depth_breach, notify_recorder, raise_breach, spend_breach
+from .context import _current_budget, _current_frame, open_agentic_levels
 from .errors import BudgetExceeded
 from .prices import log_unpriced
 
@@ -41,18 +42,6 @@ logger = logging.getLogger("runtime")
 
 # Read through this name so tests can drive deadlines with a fake clock instead of sleeping.
 _clock = time.monotonic
-
-# The constructor argument behind each dimension, and the advice a breach message ends with.
-_ARGUMENT = {"depth": "max_depth", "llm_calls": "max_llm_calls", "tokens": "max_tokens",
-             "cost_usd": "max_cost_usd", "time": "timeout_s"}
-_ADVICE = {
-    "depth": "raise max_depth or restructure the delegation so fewer agentic calls nest",
-    "llm_calls": "raise max_llm_calls or make fewer model calls in this delegation tree",
-    "tokens": "raise max_tokens or send shorter prompts in this delegation tree",
-    "cost_usd": "raise max_cost_usd, or make fewer or cheaper model calls in this delegation tree",
-    "time": "raise timeout_s or split the work into shorter runs",
-}
-
 
 def _positive_int(name: str, value: Any) -> Optional[int]:
     if value is None:
@@ -69,15 +58,6 @@ def _positive_number(name: str, value: Any, unit: str) -> Optional[float]:
             or not math.isfinite(value) or value <= 0):
         raise ValueError(f"Budget({name}={value!r}): {name} must be a positive number of {unit} or None")
     return float(value)
-
-
-# Costs are floats: a thousand calls of $0.01 add up to 9.99999999999983, which must read as $10 reached.
-MONEY_TOLERANCE_USD = 1e-9
-
-
-def money_reached(spent: float, limit: float) -> bool:
-    """Whether `spent` US dollars (calls in flight included) reach the money limit `limit`."""
-    return spent >= limit - MONEY_TOLERANCE_USD
 
 
 def _tighter(requested: Optional[float], remaining: Optional[float]) -> Optional[float]:
@@ -264,11 +244,11 @@ class BudgetScope:
                 return
             self.ended = _clock()
         if report and self.is_root:
-            _notify_recorder(self)
+            notify_recorder(self)
 
     def _started(self) -> None:
         if self.is_root:
-            _notify_recorder(self)
+            notify_recorder(self)
 
     def __repr__(self) -> str:
         return (f"<BudgetScope {self.limits()} spent {self.llm_calls} calls, {self.tokens} tokens, "
@@ -311,7 +291,7 @@ def _admit(scope: BudgetScope, levels: int, frame) -> None:
     if ((scope.max_depth is not None and depth > scope.max_depth)
             or (scope.deadline is not None and _clock() >= scope.deadline)):
         scopes = scope.chain()
-        _raise(_depth_breach(scopes, levels, frame) or _deadline_breach(scopes, frame))
+        raise_breach(depth_breach(scopes, levels, frame) or deadline_breach(scopes, frame, _clock()))
     while scope is not None:  # raise `depth_reached`; the lock only when a new deepest level is hit
         depth = levels - scope.anchor
         if depth > scope.depth_reached:
@@ -392,12 +372,12 @@ def reserve_llm_call(frame=None) -> Optional[Reservation]:
     frame = frame if frame is not None else _current_frame.get()
     scopes = scope.chain()
     with scope._lock:
-        breach = _deadline_breach(scopes, frame) or _spend_breach(scopes, frame)
+        breach = deadline_breach(scopes, frame, _clock()) or spend_breach(scopes, frame)
         if breach is None:
             for each in scopes:
                 each.reserved_calls += 1
     if breach is not None:
-        _raise(breach)
+        raise_breach(breach)
     return Reservation(scopes)
 
 
@@ -407,9 +387,9 @@ def check_deadline(frame=None) -> None:
     if scope is None:
         return
     frame = frame if frame is not None else _current_frame.get()
-    breach = _deadline_breach(scope.chain(), frame)
+    breach = deadline_breach(scope.chain(), frame, _clock())
     if breach is not None:
-        _raise(breach)
+        raise_breach(breach)
 
 
 def time_left() -> Optional[float]:
@@ -424,73 +404,3 @@ def time_left() -> Optional[float]:
 def current_scope() -> Optional[BudgetScope]:
     """The innermost budget scope the current call runs under, or None."""
     return _current_budget.get()
-
-
-# --- breaches: found under the root's lock, reported and raised after it is released ----------------
-
-def _depth_breach(scopes, levels: int, frame):
-    for scope in scopes:
-        depth = levels - scope.anchor
-        if scope.max_depth is not None and depth > scope.max_depth:
-            return _breach(scope, "depth", scope.max_depth, depth, frame,
-                           f"entering {frame.name} would be level {depth} of the delegation")
-    return None
-
-
-def _deadline_breach(scopes, frame):
-    now = _clock()
-    for scope in scopes:
-        if scope.deadline is not None and now >= scope.deadline:
-            limit = round(scope.deadline - scope.started, 6)
-            observed = round(now - scope.started, 6)
-            return _breach(scope, "time", limit, observed, frame,
-                           f"{observed:.3f} s have passed since the budget opened")
-    return None
-
-
-def _spend_breach(scopes, frame):
-    for scope in scopes:
-        if scope.max_tokens is not None and scope.tokens >= scope.max_tokens:
-            return _breach(scope, "tokens", scope.max_tokens, scope.tokens, frame,
-                           f"{scope.tokens} tokens are already spent")
-        if scope.max_cost_usd is not None:
-            in_flight = scope.reserved_calls * scope.root.dearest_call
-            if money_reached(scope.cost_usd + in_flight, scope.max_cost_usd):
-                return _breach(scope, "cost_usd", round(scope.max_cost_usd, 6), round(scope.cost_usd, 6), frame,
-                               spent_text(scope.cost_usd, scope.reserved_calls))
-        taken = scope.llm_calls + scope.reserved_calls
-        if scope.max_llm_calls is not None and taken >= scope.max_llm_calls:
-            return _breach(scope, "llm_calls", scope.max_llm_calls, taken + 1, frame,
-                           f"this would be model call {taken + 1}")
-    return None
-
-
-def spent_text(cost_usd: float, in_flight: int) -> str:
-    """"$0.5012 is already spent" (and the calls in flight), for a money breach's message."""
-    text = f"${cost_usd:.4f} is already spent"
-    if in_flight:
-        text += f" and {in_flight} model call{'s are' if in_flight > 1 else ' is'} in flight"
-    return text
-
-
-def _breach(scope: BudgetScope, dimension: str, limit, observed, frame, what: str):
-    path = frame.path() if frame is not None else []
-    where = " → ".join(path) if path else "outside any agentic function"
-    error = BudgetExceeded(
-        f"delegation budget exceeded: {_ARGUMENT[dimension]}={limit}, {what} (observed {observed}) "
-        f"at {where}; {_ADVICE[dimension]}",
-        dimension=dimension, limit=limit, observed=observed, path=path)
-    return error, scope.root
-
-
-def _raise(breach) -> NoReturn:
-    error, root = breach
-    _notify_recorder(root)
-    raise error
-
-
-def _notify_recorder(root: BudgetScope) -> None:
-    recorder = _current_recorder.get()
-    if recorder is not None:
-        snapshot = root.snapshot()
-        recorder.budget_updated(snapshot["limits"], snapshot["spend"])

@@ -22,7 +22,8 @@ import threading
 from contextvars import ContextVar
 from typing import Optional
 
-from .budget import NO_SPEND, money_reached, spent_text
+from .budget import NO_SPEND
+from .budget_breaches import money_reached, spent_text
 from .context import Frame, _current_budget, _current_recorder, current_frame, open_agentic_levels
 from .errors import BudgetExceeded
 from .prices import log_unpriced
