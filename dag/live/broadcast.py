@@ -5,8 +5,9 @@ by revision. `publish` must never block a run or raise into it.
 
 Two kinds of watcher:
 - in-process listeners (`subscribe`), called synchronously in the writer's thread: tests and benchmarks
-  use them to see what was published (the CLI's live tree polls the database instead, so it works
-  whichever process runs the session);
+  use them to see what was published, and the OpenTelemetry export (the CLI's live tree polls the
+  database instead, so it works whichever process runs the session). What a writer process encoded
+  (`publish_runs`) a listener may take as it is (`take_runs`), rather than decoded;
 - websocket consumers, reached through the channel layer group of the session (`group_name`). Runs
   execute in worker threads (or in another process); the in-memory layer's queues belong to the
   server's event loop, so sends go through that loop with `asyncio.run_coroutine_threadsafe`
@@ -37,9 +38,10 @@ import time
 from typing import Callable
 
 from ..conf import conf
+from ..models import Node
 from ..thread_names import name_native_thread
 from . import session_list_notify
-from .frames import RUN_SEPARATOR, encoded_runs
+from .frames import RUN_SEPARATOR, encoded_runs, in_rev_order
 from .layer_outage import LAYER_UNREACHABLE, outage
 
 log = logging.getLogger(__name__)
@@ -80,14 +82,40 @@ def publish(session_id: str, messages: list[dict]) -> None:
     _forward(str(session_id), lambda: encoded_runs(messages), messages)
 
 
-def publish_runs(session_id: str, runs: list[tuple[int, int, str]]) -> None:
+def publish_runs(session_id: str, runs: list[tuple[int, int, str]], ends: list[int]) -> None:
     """`publish` for node changes another process encoded already (`frames.encoded_runs`: a writer
-    process's); in-process listeners, if any, get them decoded."""
+    process's); `ends`: where the changes that end a node are among them (`end_positions`). A listener
+    with a `take_runs(session_id, runs, ends)` gets them so; any other, decoded (once for all of them)."""
     if not runs:
         return
-    if _listeners:
-        _tell_listeners(session_id, [json.loads(text) for _, _, joined in runs for text in joined.split(RUN_SEPARATOR)])
+    decoded = None
+    for listener in _listeners:
+        take_runs = getattr(listener, "take_runs", None)
+        try:
+            if take_runs is not None:
+                take_runs(session_id, runs, ends)
+                continue
+            if decoded is None:
+                decoded = [json.loads(text) for _, _, joined in runs for text in joined.split(RUN_SEPARATOR)]
+            listener(session_id, decoded)
+        except Exception:  # a broken viewer must not break a run
+            log.exception("broadcast listener %r failed", listener)
     _forward(str(session_id), lambda: runs, ())
+
+
+def ended_nodes(messages: list) -> list:
+    """The records of the nodes that ended, of published changes."""
+    return [message["node"] for message in messages if _ends_a_node(message)]
+
+
+def end_positions(messages: list) -> list[int]:
+    """Where the changes that end a node are among `messages` once in rev order, as `frames.encoded_runs`
+    lays them out: a listener of encoded runs finds them there without decoding the rest."""
+    return [position for position, message in enumerate(in_rev_order(messages)) if _ends_a_node(message)]
+
+
+def _ends_a_node(message: dict) -> bool:
+    return message.get("type") == "node" and message["node"]["status"] in Node.TERMINAL
 
 
 # Events for a session's open streams that are no change of it, by the consumers' handler names

@@ -135,8 +135,12 @@ RUN_SEPARATOR = "\n"
 def encoded_runs(items: list[dict]) -> list[tuple[int, int, str]]:
     """Live changes (each with its "rev") as (first rev, last rev, the changes encoded and joined) runs
     of contiguous revisions, in rev order."""
-    # Already in order when one batch of one writer made them.
-    return runs_of((_rev(item), encode_item(item)) for item in sorted(items, key=_rev))
+    return runs_of((_rev(item), encode_item(item)) for item in in_rev_order(items))
+
+
+def in_rev_order(items: list[dict]) -> list[dict]:
+    """Live changes in the order of their revisions (already so when one batch of one writer made them)."""
+    return sorted(items, key=_rev)
 
 
 def runs_of(changes) -> list[tuple[int, int, str]]:

@@ -5,6 +5,8 @@ run never calls it: in the writer's thread it only keeps the published list. Its
 while nothing is published, gathers SEND_EVERY_S of it at a time, picks the records of the nodes that
 ended and hands them to the span process (`span_process`) as one JSON message; that process builds
 their spans and sends them, batched, with the official SDK: the serving process builds no span at all.
+What a writer process encoded is handed over as it is, with where the ends of nodes are in it
+(`take_runs`): the span process decodes those, and the serving process nothing.
 
 When the receiver is away, the span process drops the batch and tells the forwarder, which for AWAY_S
 then drops the nodes that end right where they are published, counted, unkept and unsent (no thread
@@ -27,7 +29,6 @@ import orjson
 from .. import piped_child
 from ..conf import conf
 from ..live import broadcast
-from ..models import Node
 
 log = logging.getLogger(__name__)
 
@@ -98,13 +99,29 @@ class SpanForwarder:
         if self.process is None and not self._started():
             return
         if _clock() < self._away_until:
-            self._lost(len(ended_nodes(messages)))
+            self._lost(len(broadcast.ended_nodes(messages)))
         elif len(self._waiting) < MAX_WAITING:
             self._waiting.append((str(session_id), messages))
             if not self._published.is_set():
                 self._published.set()
         else:
             self._lost(len(messages))
+
+    def take_runs(self, session_id: str, runs: list, ends: list[int]) -> None:
+        """`__call__` for changes a writer process encoded (`broadcast.publish_runs`): kept as they are,
+        and the span process decodes the ends of nodes among them (`ends`, their positions), so the
+        serving process decodes nothing."""
+        if self.process is None and not self._started():
+            return
+        if _clock() < self._away_until:
+            self._lost(len(ends))
+        elif len(self._waiting) < MAX_WAITING:
+            if ends:
+                self._waiting.append((str(session_id), runs, ends))
+                if not self._published.is_set():
+                    self._published.set()
+        else:
+            self._lost(len(ends))
 
     def _send_loop(self) -> None:
         """Asleep while nothing is published; SEND_EVERY_S after a change, all published by then in one message."""
@@ -117,20 +134,26 @@ class SpanForwarder:
                 self._send_waiting()
 
     def _send_waiting(self) -> None:
-        ended = []
+        ended, encoded, spans = [], [], 0
         while self._waiting:
-            session_id, messages = self._waiting.popleft()
-            nodes = ended_nodes(messages)
+            waiting = self._waiting.popleft()
+            if len(waiting) == 3:  # a writer process's encoded runs (`take_runs`)
+                session_id, runs, ends = waiting
+                encoded.append((session_id, [joined for _, _, joined in runs], ends))
+                spans += len(ends)
+                continue
+            session_id, messages = waiting
+            nodes = broadcast.ended_nodes(messages)
             if nodes:
                 ended.append((session_id, nodes))
-        if not ended:
+                spans += len(nodes)
+        if not spans:
             return
-        spans = sum(len(nodes) for _, nodes in ended)
         with self._lock:
             away, failures = _clock() < self._away_until, self._failures
         if away:
             self._lost(spans)
-        elif self._send(["ended", failures, ended], spans):
+        elif self._send(["ended", failures, ended, encoded], spans):
             self.forwarded += spans
 
     def _send(self, message: list, spans: int = 0) -> bool:
@@ -212,12 +235,6 @@ class SpanForwarder:
             self.process.wait()
         self._reader.join(timeout_s)
         self.receiving.close()
-
-
-def ended_nodes(messages: list) -> list:
-    """The records of the nodes that ended, of what the write path published (a test per change)."""
-    return [message["node"] for message in messages
-            if message.get("type") == "node" and message["node"]["status"] in Node.TERMINAL]
 
 
 _installed: Optional[SpanForwarder] = None

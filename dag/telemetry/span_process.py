@@ -7,8 +7,10 @@ this process, which never imports Django, does the rest with the official SDK: a
 whose thread sends the spans with the OTLP/HTTP (protobuf) exporter.
 
 Over a pair of pipes (`multiprocessing.connection` framing, JSON):
-- from the serving process: `["ended", F, [[session id, [record, ...]], ...]]`, the records of the nodes
-  that ended, sent knowing of F failed batches (see `serve`), and `["flush"]`;
+- from the serving process: `["ended", F, [[session id, [record, ...]], ...], [[session id, [joined,
+  ...], [position, ...]], ...]]`, the nodes that ended, sent knowing of F failed batches (see `serve`):
+  their records, and changes a writer process encoded (`frames.encoded_runs`, each run's changes joined
+  by a newline) with the positions of the ends of nodes among them; and `["flush"]`;
 - to it: `{"exported": N, "dropped": M, "failures": F}` (totals: spans sent, spans dropped, batches the
   receiver did not take) after every batch the exporter sent or dropped, and `{"flushed": true, ...}`
   once a flush has sent what was queued before it.
@@ -29,6 +31,7 @@ from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
+from ..live.frames import RUN_SEPARATOR
 from .spans import node_span
 
 SERVICE = "openprogram-web"
@@ -116,8 +119,9 @@ def serve(receiving: Connection, sending: Connection, url: str, timeout_s: float
             except (EOFError, OSError):
                 break
             if message[0] == "ended":
-                _, failures_known, sessions = message
+                _, failures_known, sessions, encoded = message
                 ended = [(session_id, node) for session_id, nodes in sessions for node in nodes]
+                ended += encoded_ends(encoded)
                 for session_id, node in ended[:exporter.take(len(ended), failures_known)]:
                     processor.on_end(node_span(session_id, node, resource))
             elif message[0] == "flush":
@@ -126,6 +130,15 @@ def serve(receiving: Connection, sending: Connection, url: str, timeout_s: float
     finally:
         processor.shutdown()
         send(dict(exporter.totals))  # the last word: what was sent and dropped in all
+
+
+def encoded_ends(encoded: list) -> list[tuple[str, dict]]:
+    """(session id, node record) of each end of a node among changes a writer process encoded."""
+    ended = []
+    for session_id, runs, ends in encoded:
+        changes = RUN_SEPARATOR.join(runs).split(RUN_SEPARATOR)
+        ended += [(session_id, orjson.loads(changes[position])["node"]) for position in ends]
+    return ended
 
 
 def main(argv: list[str]) -> None:

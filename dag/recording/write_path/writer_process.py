@@ -15,7 +15,8 @@ writer process's own loop is `writer_process_main`):
 - to the writer: `("hello", database settings)` first, then `("batch", number, writes)`, each write a
   tuple (`writer_wire.to_wire`), and `("forget", session)`;
 - from it: `("ready",)` once it has started (one that does not within `START_TIMEOUT_S` is given up),
-  then `("done", number, [(session, failure or None, runs), ...])`, in the order the batches went.
+  then `("done", number, [(session, failure or None, runs, ends), ...])`, in the order the batches went
+  (`broadcast.publish_runs`).
 
 At most `IN_FLIGHT` batches are sent and not yet answered (one being written, one waiting beside it,
 which counts against the queue's room), so a crash of either process loses what a writer thread's would:
@@ -294,12 +295,12 @@ class ProcessWriter(GroupWriter):
             self._in_flight.popleft()
             self._release_next()
         try:
-            for session_id, failure, runs in results:
+            for session_id, failure, runs, ends in results:
                 if failure is not None:
                     with self._lock:
                         self._failures[session_id] = failure
                 else:
-                    broadcast.publish_runs(session_id, runs)
+                    broadcast.publish_runs(session_id, runs, ends)
         except Exception:  # publishing must not keep the batch from being settled
             log.exception("publishing the writer process's batch %d failed", number)
         finally:

@@ -146,8 +146,8 @@ class _Answers:
             return
         number, outcomes = self._due
         self._due = None
-        results = [(session_id, portable(outcome.failure), ()) if outcome.failure is not None
-                   else (session_id, None, _encoded(session_id, outcome.messages))
+        results = [(session_id, portable(outcome.failure), (), ()) if outcome.failure is not None
+                   else (session_id, None, *_encoded(session_id, outcome.messages))
                    for (session_id, _), outcome in outcomes.items()]
         try:
             self.sending.send_bytes(encode(("done", number, results)))
@@ -159,16 +159,17 @@ class _Answers:
             raise self._failed
 
 
-def _encoded(session_id: str, messages: list) -> list:
-    """The changes of a committed part, encoded for the stream; none if they cannot be (its viewers find
-    the gap and read them from the database), rather than the writer process ending with the batch's
-    commits unanswered."""
+def _encoded(session_id: str, messages: list) -> tuple[list, list]:
+    """The changes of a committed part, encoded for the stream, and where the ends of nodes are among
+    them (`broadcast.end_positions`); none if they cannot be (its viewers find the gap and read them
+    from the database), rather than the writer process ending with the batch's commits unanswered."""
+    from ...live.broadcast import end_positions
     from ...live.frames import encoded_runs
     try:
-        return encoded_runs(messages)
+        return encoded_runs(messages), end_positions(messages)
     except Exception:
         log.exception("the changes of session %s could not be encoded for the live stream", session_id)
-        return []
+        return [], []
 
 
 def main(argv: list[str]) -> None:

@@ -15,7 +15,10 @@ import pytest
 from django.db import connection
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from dag.live import broadcast
 from dag.models import Node, Session
+from dag.recording.write_path import process_writer
+from dag.recording.write_path.writer_process import ProcessWriter
 from dag.telemetry import export
 from dag.telemetry.span_process import MAX_QUEUED, CountedExporter
 
@@ -40,12 +43,30 @@ def exporting():
     export.stop()
 
 
+@pytest.fixture(params=["thread", "process"])
+def writer(request, monkeypatch):
+    """Runs recorded by a writer thread, or by a writer process (as the server runs), whose encoded
+    changes the serving process must hand over undecoded: decoding them here would fail."""
+    if request.param == "thread":
+        yield request.param
+        return
+
+    class Undecodable:
+        @staticmethod
+        def loads(text):
+            raise AssertionError("the serving process decoded a writer process's changes")
+    monkeypatch.setattr(broadcast, "json", Undecodable)
+    with process_writer.use_writer(ProcessWriter()):
+        yield request.param
+
+
 def by_seq(spans, session) -> dict:
     return {span["attributes"]["openprogram.seq"]: span for span in spans
             if span["traceId"] == uuid.UUID(str(session.pk)).hex}
 
 
-def test_every_node_is_a_span_of_its_sessions_trace(receiver, exporting, user, debug_functions, provider_calls):
+def test_every_node_is_a_span_of_its_sessions_trace(receiver, exporting, writer, user, debug_functions,
+                                                     provider_calls):
     forwarder = exporting(receiver.url)
     session = recorded(user, "two_questions")
     assert forwarder.flush()
@@ -98,7 +119,7 @@ def free_port() -> int:
         return probe.getsockname()[1]  # closed again: nothing listens there
 
 
-def test_an_unreachable_receiver_drops_the_spans_with_a_counted_warning(exporting, user, debug_functions,
+def test_an_unreachable_receiver_drops_the_spans_with_a_counted_warning(exporting, writer, user, debug_functions,
                                                                        provider_calls, caplog):
     forwarder = exporting(f"http://127.0.0.1:{free_port()}")
     with caplog.at_level(logging.WARNING, logger="dag.telemetry.export"):

@@ -330,7 +330,7 @@ def test_changes_that_cannot_be_encoded_are_answered_as_none_and_logged(monkeypa
         raise ValueError("not encodable")
 
     monkeypatch.setattr(frames, "encoded_runs", broken)
-    assert writer_process_main._encoded("s", [{"type": "node", "rev": 1, "node": {}}]) == []
+    assert writer_process_main._encoded("s", [{"type": "node", "rev": 1, "node": {}}]) == ([], [])
     assert "could not be encoded" in caplog.text  # viewers find the gap and read the database
 
 
@@ -342,7 +342,7 @@ class AnswersSeen:
 
     def send_bytes(self, message: bytes) -> None:
         _, number, results = pickle.loads(message)
-        self.events.append(("answered", number, [failure for _, failure, _ in results]))
+        self.events.append(("answered", number, [failure for _, failure, _, _ in results]))
 
 
 def batch_of_new_nodes(session: Session, lease: str, count: int) -> list:
