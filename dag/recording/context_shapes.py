@@ -53,6 +53,8 @@ class SessionShapes:
 
     def latest(self, *, above: Optional[int], below: Optional[int], count: int) -> list[dict]:
         """Up to `count` nodes with `above < seq < below` (None: unbounded), newest first."""
+        if below is not None and below <= 0:
+            return []  # a session's seqs start at 0: nothing comes before its entry call, no query needed
         rows = Node.objects.filter(session_id=self.session_id)
         if above is not None:
             rows = rows.filter(seq__gt=above)

@@ -38,6 +38,16 @@ def test_a_walled_range_reads_nothing():
     assert reads.queries == 0
 
 
+def test_nothing_is_read_before_the_entry_call():
+    """A model call of the entry function (an agent's loop) sees every call before its frame, and none
+    can come before seq 0: its callers' slice is not read."""
+    session, _ = flat_session(100)
+    entry = Node.objects.get(session=session, seq=0).pk
+    with counting_reads() as reads:
+        assert render_frame_context(session.id, entry, None, {"callers": None, "subcalls": 0}) is None
+    assert reads.queries == 1  # the chain, nothing more
+
+
 def test_the_default_range_on_a_long_session_reads_what_the_cap_holds_and_counts_the_rest():
     session, viewer = flat_session(10_000, text=" " + "x" * 200)
     entry = Node.objects.get(session=session, seq=0).pk
