@@ -94,34 +94,35 @@ class SpanForwarder:
             CHILD_MAIN, self.url, str(timeout_s), sending_bytes=PIPE_BYTES)
 
     def __call__(self, session_id: str, messages: list) -> None:
-        """In the writer's thread, after a commit: keep the changes for the sending thread, nothing more;
-        while the receiver is away, count the nodes that ended as dropped instead (no thread is woken)."""
-        if self.process is None and not self._started():
-            return
-        if _clock() < self._away_until:
-            self._lost(len(broadcast.ended_nodes(messages)))
-        elif len(self._waiting) < MAX_WAITING:
-            self._waiting.append((str(session_id), messages))
-            if not self._published.is_set():
-                self._published.set()
-        else:
-            self._lost(len(messages))
+        """In the writer's thread, after a commit: keep the changes for the sending thread, nothing more."""
+        if self._may_keep(lambda: len(broadcast.ended_nodes(messages)), past_room=len(messages)):
+            self._keep((str(session_id), messages))
 
     def take_runs(self, session_id: str, runs: list, ends: list[int]) -> None:
         """`__call__` for changes a writer process encoded (`broadcast.publish_runs`): kept as they are,
         and the span process decodes the ends of nodes among them (`ends`, their positions), so the
         serving process decodes nothing."""
+        if self._may_keep(lambda: len(ends), past_room=len(ends)) and ends:
+            self._keep((str(session_id), runs, ends))
+
+    def _may_keep(self, ended, *, past_room: int) -> bool:
+        """Whether what was just published may be kept for the sending thread. Not while the receiver is
+        away: the `ended()` nodes in it are counted dropped instead (no thread is woken); nor past
+        MAX_WAITING (`past_room` counted dropped); nor once the forwarder is closed."""
         if self.process is None and not self._started():
-            return
+            return False
         if _clock() < self._away_until:
-            self._lost(len(ends))
-        elif len(self._waiting) < MAX_WAITING:
-            if ends:
-                self._waiting.append((str(session_id), runs, ends))
-                if not self._published.is_set():
-                    self._published.set()
-        else:
-            self._lost(len(ends))
+            self._lost(ended())
+            return False
+        if len(self._waiting) >= MAX_WAITING:
+            self._lost(past_room)
+            return False
+        return True
+
+    def _keep(self, waiting: tuple) -> None:
+        self._waiting.append(waiting)
+        if not self._published.is_set():
+            self._published.set()
 
     def _send_loop(self) -> None:
         """Asleep while nothing is published; SEND_EVERY_S after a change, all published by then in one message."""
