@@ -5,7 +5,7 @@ at a time, keeping the nodes the viewer may see, until the slice has its N nodes
 bounded range therefore reads about N rows whatever the session's length (plus the nodes of parallel
 branches written since the frame started, and the functions wrapping what it reads, each read once).
 The reader stops the walk when its text is full; what the slices would still have chosen is then
-counted in the database (`chosen_count`), not read.
+counted by the source (`chosen_count`: in the database, for stored nodes), not read.
 """
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
-from .context_shapes import SessionShapes
-from .context_visibility import Viewpoint, count_visible
+from .context_shapes import NodeSource
+from .context_visibility import Viewpoint
 
 BEFORE, INSIDE = "before", "inside"
 # An upper bound on `seq` for counting a slice the walk has not started (it is always started first).
@@ -48,10 +48,10 @@ class ContextChoice:
         self.before = _Slice(BEFORE, _count(limits["callers"], unlimited=None), above=None, below=view.frame_seq)
 
     @classmethod
-    def of(cls, session_id, node_id: int, seq: Optional[int], limits: dict, chunk: int) -> Optional["ContextChoice"]:
-        """The walk for a model call in the frame `node_id` that started at `seq` (None: the node's own),
-        or None if there is no such node in the session."""
-        shapes = SessionShapes(session_id)
+    def of(cls, shapes: NodeSource, node_id: int, seq: Optional[int], limits: dict,
+           chunk: int) -> Optional["ContextChoice"]:
+        """The walk over `shapes` for a model call in the frame `node_id` that started at `seq` (None: the
+        node's own), or None if there is no such node in the session."""
         chain = shapes.chain(node_id)
         if not chain:
             return None
@@ -84,14 +84,15 @@ class ContextChoice:
 
     def chosen_count(self) -> int:
         """How many nodes the range chooses: those yielded so far, plus those the walk did not reach
-        (counted in the database)."""
+        (counted by the source)."""
         total = self.before.taken + self.inside.taken
         before_left, inside_left = (not part.done and part.limit != 0 for part in (self.before, self.inside))
         if not (before_left or inside_left):
             return total
         inside_below = _NEWEST if self.inside.below is None else self.inside.below
-        before, inside = count_visible(self.view, before_below=self.before.below if before_left else None,
-                                       inside_below=inside_below if inside_left else None)
+        before, inside = self.view.shapes.count_visible(
+            self.view, before_below=self.before.below if before_left else None,
+            inside_below=inside_below if inside_left else None)
         for part, left, more in ((self.before, before_left, before), (self.inside, inside_left, inside)):
             if left:
                 total += min(part.limit - part.taken, more)

@@ -25,6 +25,7 @@ from typing import Any, Optional
 
 from ..models import Node
 from .context_choice import BEFORE, INSIDE, ContextChoice
+from .context_shapes import NodeSource, SessionShapes
 from .values import truncate
 
 DEFAULT_RANGE = {"callers": None, "subcalls": -1}
@@ -35,21 +36,27 @@ CONTEXT_LIMIT = 100_000
 _MOST_LEFT_OUT = 2**32 - 1
 # Nodes read per query while walking back; the text of the chosen ones is read after, per chunk.
 _CHUNK = 200
-_TEXT = ("id", "name", "status", "doc", "input", "output", "error", "model")
 _TITLES = {BEFORE: "Earlier in this session:", INSIDE: "So far in this call:"}
 
 
 def render_frame_context(session_id, node_id: int, seq: Optional[int],
                          render_range: Optional[dict]) -> Optional[str]:
-    """The context text for a model call made in the frame recorded as `node_id`, or None if empty.
+    """The context text for a model call made in the frame recorded as `node_id`, or None if empty,
+    from the session's stored nodes.
 
     It reads only what the range reaches, newest first, and stops once CONTEXT_LIMIT is full
     (`context_choice`): its cost follows what it shows, not the session's length.
     """
+    return render_context_of(SessionShapes(session_id), node_id, seq, render_range)
+
+
+def render_context_of(nodes: NodeSource, node_id: int, seq: Optional[int],
+                      render_range: Optional[dict]) -> Optional[str]:
+    """`render_frame_context` over any source of the session's nodes."""
     limits = {**DEFAULT_RANGE, **(render_range or {})}
     if limits["callers"] == 0 and limits["subcalls"] == 0:
         return None
-    choice = ContextChoice.of(session_id, node_id, seq, limits, _CHUNK)
+    choice = ContextChoice.of(nodes, node_id, seq, limits, _CHUNK)
     if choice is None:
         return None
     shown = _render_latest(choice)
@@ -74,9 +81,9 @@ def text_budget() -> int:
 def _render_latest(choice: ContextChoice) -> dict:
     """{slice: texts, newest first} of the latest chosen nodes that fit in `text_budget()` characters."""
     shown, used, budget = {BEFORE: [], INSIDE: []}, 0, text_budget()
-    chain = choice.view.chain
+    chain, nodes = choice.view.chain, choice.view.shapes
     for part in choice.newest_first():
-        texts = {row["id"]: row for row in Node.objects.filter(id__in=[node["id"] for _, node in part]).values(*_TEXT)}
+        texts = nodes.texts([node["id"] for _, node in part])
         for name, node in part:
             if node["id"] not in texts:  # gone only if the session was deleted meanwhile
                 continue
@@ -127,15 +134,8 @@ def _new_input(request: Any) -> str:
     Earlier turns of a tool-calling loop are repeated in every later request; they are rendered once,
     with the exchange that produced them.
     """
-    messages = request.get("messages") if isinstance(request, dict) else None
-    if not isinstance(messages, list):
-        return ""
-    start = 0
-    for index, message in enumerate(messages):
-        if isinstance(message, dict) and message.get("role") == "assistant":
-            start = index + 1
     parts = []
-    for message in messages[start:]:
+    for message in new_messages(request):
         if not isinstance(message, dict):
             continue
         text = _message_text(message.get("content"))
@@ -144,6 +144,18 @@ def _new_input(request: Any) -> str:
         if text:
             parts.append(text)
     return "\n".join(parts)
+
+
+def new_messages(request: Any) -> list:
+    """The messages of a recorded model request after the model last spoke: all a context renders of it."""
+    messages = request.get("messages") if isinstance(request, dict) else None
+    if not isinstance(messages, list):
+        return []
+    start = 0
+    for index, message in enumerate(messages):
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            start = index + 1
+    return messages[start:]
 
 
 def _message_text(content: Any) -> str:
