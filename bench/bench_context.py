@@ -2,8 +2,9 @@
 
 Per session size: a bounded `render_range` (callers 5, subcalls 2: it must stay flat), the default range
 (callers unlimited, up to the CONTEXT_LIMIT cap) for a frame late in the session and for the entry call,
-and beside them the algorithm it replaced (every node of the session read, kept as the tests' reference).
-Each figure is the best of a few renders (noise only ever adds time), with the queries and rows it read
+the same two ranges chosen from the nodes held in a run's memory (`dag/recording/run_nodes.py`: how a run
+chooses its contexts, reading nothing, up to its MOST_NODES), and beside them the algorithm it replaced
+(every node of the session read, kept as the tests' reference). Each figure is the best of a few renders (noise only ever adds time), with the queries and rows it read
 (every query run again and its rows counted). Prints figures only.
 
 The sessions (`tests/web/recording/context_helpers.flat_session`): an entry call, calls under it of every
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZES = (100, 1_000, 10_000)
@@ -39,12 +41,24 @@ def measure(database_url: str) -> dict:
 
     from dag.models import Node
     from dag.recording import write_path
-    from dag.recording.context_render import render_frame_context
+    from dag.recording.context_render import render_context_of, render_frame_context
+    from dag.recording.run_nodes import RunNodes, stored_nodes
     from tests.web.recording.context_helpers import counting_reads, flat_session, reference_render
 
     call_command("migrate", verbosity=0)
+    def held_by_a_run(session):
+        """How the session's run would render: from its nodes in memory (None past what a run holds)."""
+        nodes = RunNodes(complete=False)
+        nodes.read_stored(partial(stored_nodes, session.id))
+        held = nodes.held()
+        return None if held is None else lambda session_id, frame, seq, render_range: render_context_of(
+            held, frame, seq, render_range)
+
     cases = {
         "bounded (callers 5, subcalls 2)": lambda session, viewer, entry: (render_frame_context, viewer, BOUNDED),
+        "held by its run, bounded": lambda session, viewer, entry: (held_by_a_run(session), viewer, BOUNDED),
+        "held by its run, default, late frame": lambda session, viewer, entry: (held_by_a_run(session), viewer,
+                                                                                None),
         "default, a late frame": lambda session, viewer, entry: (render_frame_context, viewer, None),
         "default, the entry call": lambda session, viewer, entry: (render_frame_context, entry, None),
         "old: whole session, bounded": lambda session, viewer, entry: (reference_render, viewer, BOUNDED),
@@ -59,6 +73,9 @@ def measure(database_url: str) -> dict:
             entry = Node.objects.get(session=session, seq=0).pk
             for case, pick in cases.items():
                 render, frame, render_range = pick(session, viewer, entry)
+                if render is None:
+                    figures[case][size] = None
+                    continue
                 best = float("inf")
                 for _ in range(RENDERS):
                     start = time.perf_counter()
@@ -109,8 +126,8 @@ def main() -> None:
             continue
         print(database)
         for case, by_size in figures.items():
-            cells = "".join(f"{f['ms']:>12.2f} ms ({f['queries']:>3} / {f['rows']:>6,})"
-                            for f in (by_size[str(size)] for size in SIZES))
+            cells = "".join(f"{f['ms']:>12.2f} ms ({f['queries']:>3} / {f['rows']:>6,})" if f else
+                            f"{'(not held: a long run)':>31}" for f in (by_size[str(size)] for size in SIZES))
             print(f"  {case:36}{cells}")
     print(f"load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 

@@ -52,7 +52,7 @@ def render_frame_context(session_id, node_id: int, seq: Optional[int],
 
 def render_context_of(nodes: NodeSource, node_id: int, seq: Optional[int],
                       render_range: Optional[dict]) -> Optional[str]:
-    """`render_frame_context` over any source of the session's nodes."""
+    """`render_frame_context` over any source of the session's nodes (a run's own, in memory)."""
     limits = {**DEFAULT_RANGE, **(render_range or {})}
     if limits["callers"] == 0 and limits["subcalls"] == 0:
         return None
@@ -82,12 +82,21 @@ def _render_latest(choice: ContextChoice) -> dict:
     """{slice: texts, newest first} of the latest chosen nodes that fit in `text_budget()` characters."""
     shown, used, budget = {BEFORE: [], INSIDE: []}, 0, text_budget()
     chain, nodes = choice.view.chain, choice.view.shapes
+    kept = nodes.rendered
     for part in choice.newest_first():
-        texts = nodes.texts([node["id"] for _, node in part])
+        texts = nodes.texts([node["id"] for _, node in part if kept is None or node["id"] not in kept
+                             or node["id"] in chain])
         for name, node in part:
-            if node["id"] not in texts:  # gone only if the session was deleted meanwhile
-                continue
-            text = _render({**node, **texts[node["id"]]}, insider=node["id"] in chain)
+            # Kept texts are those of calls outside the viewer's chain (which shows their docstrings).
+            insider = node["id"] in chain
+            text = kept.get(node["id"]) if kept is not None and not insider else None
+            if text is None:
+                if node["id"] not in texts:  # gone only if the session was deleted meanwhile
+                    continue
+                row = {**node, **texts[node["id"]]}
+                text = _render(row, insider=insider)
+                if kept is not None and not insider and row["status"] in Node.TERMINAL:
+                    kept[node["id"]] = text  # an ended call's text changes no more
             used += len(text) + 2
             if used > budget:
                 return shown

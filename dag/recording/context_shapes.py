@@ -5,7 +5,8 @@ them (id, seq, parent, kind, expose), then the text of those it shows, never the
 `SessionShapes` reads the viewer's call chain in one query, the latest nodes of a `seq` range a chunk at
 a time (the `(session, seq)` unique index), and the wrappers of the nodes read so far by id (the
 `parent` index), and keeps every row it read, so a wrapper shared by many nodes is read once. What a
-context leaves out it counts in one SQL query (`count_visible`).
+context leaves out it counts in one SQL query (`count_visible`). A run's own nodes, kept in its memory,
+are the other source (`run_nodes.RunNodes`).
 """
 from __future__ import annotations
 
@@ -24,6 +25,10 @@ SESSION = object()
 
 class NodeSource(Protocol):
     """The nodes of one session as a context choice reads them: shape rows (`SHAPE`) and text rows (`TEXT`)."""
+
+    # The rendered texts of ended calls, by id, that the source keeps from one context to the next
+    # (None: it keeps none).
+    rendered: Optional[dict[int, str]]
 
     def get(self, node_id: int) -> Optional[dict]:
         """The shape of a node read (or held) so far, else None."""
@@ -47,6 +52,8 @@ class NodeSource(Protocol):
 
 class SessionShapes:
     """The shape rows of one session read so far, by node id; and raw SQL over its nodes."""
+
+    rendered = None  # each context reads anew
 
     def __init__(self, session_id):
         self.session_id = session_id

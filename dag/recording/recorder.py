@@ -2,9 +2,10 @@
 
 Install it around a run with `runtime.use_recorder(DjangoRecorder(session))`. Entries and exits queue
 their node writes through `dag.recording.write_path.RunWrites` and return at once: the process's
-group-commit writer commits them in batches. Before a model call's context is chosen, the run's writes
-are flushed, so the context shows every call made before it. The recorder keeps the nodes it opened
-in memory so a backfill needs no read.
+group-commit writer commits them in batches. The recorder keeps what it wrote in memory
+(`run_nodes.RunNodes`): a backfill needs no read, and a model call's context, showing every call made
+before it, is chosen there, without waiting for a commit or borrowing a connection (past
+`run_nodes.MOST_NODES` nodes, the run's writes are flushed and the context is read from the database).
 
 Async agentic functions call the recorder from inside an event loop, where the ORM refuses to run;
 `dag.recording.loop_offload` moves those writes to a private thread. `close()` ends that thread (it also ends
@@ -23,8 +24,9 @@ from runtime.tracebacks import user_traceback
 
 from ..models import Node, Session
 from . import clock, write_path
-from .context_render import render_frame_context
+from .context_render import render_context_of, render_frame_context
 from .loop_offload import LoopOffload
+from .run_nodes import RunNodes, stored_nodes
 from .values import clean_text, json_safe
 
 
@@ -62,10 +64,11 @@ class DjangoRecorder(Recorder):
 
     `lease`: the worker id the run claimed the session with. Every write is then fenced by it: once the
     session has ended or another worker holds it, the write is refused and raises `WriteRefused` (a
-    `CancelledError`) into the run, which stops.
+    `CancelledError`) into the run, which stops. `empty`: the session has no nodes yet (its claim read
+    so), so the run's own are all of them; otherwise they are read once, at the run's first context.
     """
 
-    def __init__(self, session, lease: Optional[str] = None):
+    def __init__(self, session, lease: Optional[str] = None, *, empty: bool = False):
         self.session_id = session.pk if isinstance(session, Session) else Session._meta.pk.to_python(session)
         self.lease = lease
         # Nodes this recorder opened and has not closed yet, by id: their state for the backfill.
@@ -73,6 +76,7 @@ class DjangoRecorder(Recorder):
         # Nodes of calls waiting for a person's approval, by id, until approved (then open) or ended.
         self._awaiting: dict[int, Node] = {}
         self._writes = write_path.RunWrites(self.session_id, lease)
+        self._nodes = RunNodes(complete=empty)
         self._offload = LoopOffload()
         self._off_loop = self._offload.run
 
@@ -109,7 +113,7 @@ class DjangoRecorder(Recorder):
         if node is None:
             return
         failed = {"traceback": clean_text(user_traceback(error))} if status == Node.Status.ERROR else {}
-        self._off_loop(self._writes.finish, node, status=status, output=json_safe(output),
+        self._off_loop(self._finish, node, status=status, output=json_safe(output),
                        error=error_text(error), **failed)
 
     def function_refused(self, frame: Frame, error: BaseException) -> None:
@@ -121,8 +125,12 @@ class DjangoRecorder(Recorder):
 
     def _create(self, frame: Frame, status: str, error: str, started: datetime,
                 finished: Optional[datetime], refusal: str = "") -> Node:
-        return self._writes.create(status=status, error=error, refusal=refusal, started_at=started,
-                                   finished_at=finished, **self._code_fields(frame))
+        return self._nodes.record(self._writes.create, status=status, error=error, refusal=refusal,
+                                  started_at=started, finished_at=finished, **self._code_fields(frame))
+
+    def _finish(self, node: Node, **fields: Any) -> None:
+        self._writes.finish(node, **fields)
+        self._nodes.amend(node.id, fields)
 
     @staticmethod
     def _code_fields(frame: Frame) -> dict:
@@ -136,9 +144,9 @@ class DjangoRecorder(Recorder):
 
     def approval_requested(self, frame: Frame) -> None:
         self.flush()  # its parent's row first: the waiting node is written at once, for a person to see
-        node = self._off_loop(write_path.borrowed, f"session {self.session_id}'s approval request", partial(
-            write_path.create_awaiting_node, self.session_id, lease=self.lease, started_at=clock.now(),
-            **self._code_fields(frame)))
+        node = self._off_loop(self._nodes.record, self._create_awaiting, started_at=clock.now(),
+                              **self._code_fields(frame))
+        self._nodes.amend(node.id, {"status": node.status})  # the write's own: awaiting approval
         self._awaiting[node.id] = node
         frame.node = node.id
 
@@ -148,9 +156,14 @@ class DjangoRecorder(Recorder):
             refusal = str(getattr(error, "refusal", "") or "")
             self._end_waiting(node, status=status, error=error_text(error), refusal=refusal)
 
+    def _create_awaiting(self, **fields: Any) -> Node:
+        return write_path.borrowed(f"session {self.session_id}'s approval request", partial(
+            write_path.create_awaiting_node, self.session_id, lease=self.lease, **fields))
+
     def _end_waiting(self, node: Node, **fields: Any) -> None:
-        self._off_loop(write_path.borrowed, f"session {self.session_id}'s approval answer", partial(
-            write_path.end_awaiting_node, node, lease=self.lease, **fields))
+        if self._off_loop(write_path.borrowed, f"session {self.session_id}'s approval answer", partial(
+                write_path.end_awaiting_node, node, lease=self.lease, **fields)):
+            self._nodes.amend(node.id, fields)
 
     # -- llm nodes -------------------------------------------------------------------------------
 
@@ -160,7 +173,7 @@ class DjangoRecorder(Recorder):
         owner = recorded_ancestor(frame)
         model = request.get("model") or ""
         node = self._off_loop(
-            self._writes.create, kind=Node.Kind.LLM, name="llm", status=Node.Status.RUNNING,
+            self._nodes.record, self._writes.create, kind=Node.Kind.LLM, name="llm", status=Node.Status.RUNNING,
             parent_id=owner.node if owner is not None else None,
             input=json_safe({key: request.get(key) for key in ("system", "messages", "tools", "model")}),
             depth=owner.depth if owner is not None else 0,
@@ -180,7 +193,7 @@ class DjangoRecorder(Recorder):
         if reply is not None:
             output = json_safe({"text": reply.get("text"), "tool_calls": reply.get("tool_calls") or []})
             replayed = {"replayed": True} if reply.get("replayed") else {}
-        self._off_loop(self._writes.finish, node, status=status, output=output,
+        self._off_loop(self._finish, node, status=status, output=output,
                        usage=json_safe(usage) if usage is not None else None, error=error_text(error), **replayed)
 
     # -- the session -----------------------------------------------------------------------------
@@ -196,8 +209,20 @@ class DjangoRecorder(Recorder):
         viewer = recorded_ancestor(frame)
         if viewer is None:
             return None
+        render_range = frame.render_range or viewer.render_range
+        held = self._nodes.held()
+        if held is None and not self._nodes.given_up:
+            self._off_loop(self._nodes.read_stored, self._stored_nodes)
+            held = self._nodes.held()
+        if held is not None:
+            return render_context_of(held, viewer.node, None, render_range)
         self.flush()  # read-your-writes: the context shows every call made before this model call
         node = self._open.get(viewer.node)
         seq = node.seq if node is not None else None
         return self._off_loop(write_path.borrowed, f"session {self.session_id}'s context", partial(
-            render_frame_context, self.session_id, viewer.node, seq, frame.render_range or viewer.render_range))
+            render_frame_context, self.session_id, viewer.node, seq, render_range))
+
+    def _stored_nodes(self, most: int) -> list[dict]:
+        """The session's first `most` nodes as stored, by `seq`, once the run's queued writes are in."""
+        self._writes.flush()
+        return write_path.borrowed(f"session {self.session_id}'s nodes", partial(stored_nodes, self.session_id, most))

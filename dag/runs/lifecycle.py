@@ -56,7 +56,7 @@ def run_session(session_id) -> None:
         return
     status, result, error = Session.Status.COMPLETED, None, ""
     leaving: BaseException | None = None
-    recorder = DjangoRecorder(session, lease=lease)
+    recorder = DjangoRecorder(session, lease=lease, empty=session.node_count == 0)
     with leases.held(session_id), stop.watch(session_id) as signal, \
             steering.attending(session, lease, signal, model_runtime), use_recorder(recorder), \
             use_runtime(model_runtime):

@@ -30,10 +30,11 @@ def new_session(function: str = "entry", username: str | None = None, **fields) 
 
 
 @contextlib.contextmanager
-def recording(session: Session):
+def recording(session: Session, *, empty: bool = False):
     """Record every call made in the block into `session`; yields the recorder. Its writes are committed
-    when the block ends, as a run's are before its session ends."""
-    recorder = DjangoRecorder(session)
+    when the block ends, as a run's are before its session ends. `empty`: as a run says of a session it
+    claimed with no nodes (`DjangoRecorder`)."""
+    recorder = DjangoRecorder(session, empty=empty)
     try:
         with use_recorder(recorder):
             yield recorder

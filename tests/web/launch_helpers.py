@@ -142,6 +142,31 @@ def wait_on_model_and_tool(runtime=None) -> str:
     return answer
 
 
+# The context block of every request `ContextWitness` was asked, in order (None: the request had none).
+CONTEXTS_SEEN: list = []
+
+
+class ContextWitness(Provider):
+    """A model that notes the context each request shows it of the run so far."""
+
+    name = "context-witness"
+
+    def complete(self, request, check=None):
+        blocks = [block["text"] for message in request.messages for block in message.get("content") or []
+                  if isinstance(block, dict) and block.get("source") == "context"]
+        CONTEXTS_SEEN.append(blocks[-1] if blocks else None)
+        return ModelReply(text="noted", usage={"input_tokens": 1, "output_tokens": 1, "cost_usd": 0.0})
+
+
+@agentic_function(register_globally=False)
+def echo_and_ask(texts: list[str], runtime=None) -> int:
+    """Echo each text, then ask a model what it sees."""
+    for text in texts:
+        echo(text)
+        runtime.llm(f"after {text}?", model=f"{__name__}.ContextWitness")
+    return len(texts)
+
+
 @pytest.fixture
 def test_functions(settings):
     settings.OPENPROGRAM_FUNCTION_MODULES = [MODULE]
