@@ -4,8 +4,9 @@ Per session size: a bounded `render_range` (callers 5, subcalls 2: it must stay 
 (callers unlimited, up to the CONTEXT_LIMIT cap) for a frame late in the session and for the entry call,
 the same two ranges chosen from the nodes held in a run's memory (`dag/recording/run_nodes.py`: how a run
 chooses its contexts, reading nothing, up to its MOST_NODES), and beside them the algorithm it replaced
-(every node of the session read, kept as the tests' reference). Each figure is the best of a few renders (noise only ever adds time), with the queries and rows it read
-(every query run again and its rows counted). Prints figures only.
+(every node of the session read, kept as the tests' reference). Each figure is the best of a few
+renders (noise only ever adds time), with the queries and rows it read (every query run again and its
+rows counted). Prints figures only.
 
 The sessions (`tests/web/recording/context_helpers.flat_session`): an entry call, calls under it of every
 expose (a third hidden), the viewer, three calls inside the viewer. Each database is measured in a

@@ -143,7 +143,6 @@ class DjangoRecorder(Recorder):
     # -- calls waiting for a person's approval (runtime.approval) --------------------------------
 
     def approval_requested(self, frame: Frame) -> None:
-        self.flush()  # its parent's row first: the waiting node is written at once, for a person to see
         node = self._off_loop(self._nodes.record, self._create_awaiting, started_at=clock.now(),
                               **self._code_fields(frame))
         self._nodes.amend(node.id, {"status": node.status})  # the write's own: awaiting approval
@@ -157,6 +156,9 @@ class DjangoRecorder(Recorder):
             self._end_waiting(node, status=status, error=error_text(error), refusal=refusal)
 
     def _create_awaiting(self, **fields: Any) -> Node:
+        # Its parent's row first: the waiting node is written at once, for a person to see. Flushed while
+        # `record` numbers it, so no write of another thread of the run comes between.
+        self._writes.flush()
         return write_path.borrowed(f"session {self.session_id}'s approval request", partial(
             write_path.create_awaiting_node, self.session_id, lease=self.lease, **fields))
 

@@ -9,9 +9,9 @@ no statement for the database to serve, however many model calls a run makes.
 
 Of a model request it keeps only what a context renders (`context_render.new_messages`), not the
 conversation that each request repeats; of an ended call, its text once rendered (`HeldNodes.rendered`),
-so a run of many model calls renders each call once, not once per model call. Past MOST_NODES nodes it gives its memory up, and the run's
-contexts are read from the database (the walk of `context_choice` reads about what it shows), so a
-long run's memory stays bounded.
+so a run of many model calls renders each call once, not once per model call. Past MOST_NODES nodes
+it gives its memory up, and the run's contexts are read from the database (the walk of
+`context_choice` reads about what it shows), so a long run's memory stays bounded.
 
 A run that starts on a session with nodes already (or not known to have none) reads them once, at its
 first context, after its own queued writes have committed.
