@@ -2,8 +2,10 @@
 nodes give, and no read of the database (no flush waited for, no connection borrowed)."""
 from __future__ import annotations
 
+import asyncio
+
 import pytest
-from django.db import connection
+from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 
 from dag.models import Node, Session
@@ -133,6 +135,39 @@ def test_a_call_waiting_for_approval_is_held_as_it_is_stored():
     assert (waiting, after) == (stored_waiting, stored_after) and reads_waiting == reads_after == 0
     assert waiting == "So far in this call:\n\nleaf(i=4)\n-> awaiting_approval"
     assert after == "So far in this call:\n\nleaf(i=4)\n-> 4"
+
+
+def closing(function, *args):
+    """`function(*args)` in a thread of asyncio's, its database connection closed after (the thread stays)."""
+    try:
+        return function(*args)
+    finally:
+        connections.close_all()
+
+
+@pytest.mark.parametrize("empty", [True, False])
+async def test_async_functions_choose_their_contexts_from_inside_the_event_loop(empty):
+    seen = []
+
+    @agentic_function(register_globally=False)
+    async def step(i: int) -> int:
+        await asyncio.sleep(0)
+        return i
+
+    @agentic_function(register_globally=False)
+    async def loop_agent() -> int:
+        for i in range(3):
+            await step(i)
+            # The ORM refuses to run in an event loop: held contexts need it not, a first read is moved off it.
+            seen.append((current_frame().node, current_recorder().render_context(current_frame())))
+        return 3
+
+    session = await asyncio.to_thread(closing, new_session)
+    with recording(session, empty=empty) as recorder:
+        assert await loop_agent() == 3
+    recorder.close()
+    stored = await asyncio.to_thread(closing, render_frame_context, session.id, seen[-1][0], None, None)
+    assert seen[-1][1] == stored == "So far in this call:\n\nstep(i=0)\n-> 0\n\nstep(i=1)\n-> 1\n\nstep(i=2)\n-> 2"
 
 
 def test_a_run_through_its_lifecycle_chooses_every_context_without_a_read(user, test_functions, monkeypatch):
