@@ -47,6 +47,7 @@ def measure(database_url: str) -> dict:
     from tests.web.recording.context_helpers import counting_reads, flat_session, reference_render
 
     call_command("migrate", verbosity=0)
+
     def held_by_a_run(session):
         """How the session's run would render: from its nodes in memory (None past what a run holds)."""
         nodes = RunNodes(complete=False)
@@ -55,15 +56,15 @@ def measure(database_url: str) -> dict:
         return None if held is None else lambda session_id, frame, seq, render_range: render_context_of(
             held, frame, seq, render_range)
 
+    # Each case: (the session's run's renderer, the viewer, the entry call) -> (render, frame, range).
     cases = {
-        "bounded (callers 5, subcalls 2)": lambda session, viewer, entry: (render_frame_context, viewer, BOUNDED),
-        "held by its run, bounded": lambda session, viewer, entry: (held_by_a_run(session), viewer, BOUNDED),
-        "held by its run, default, late frame": lambda session, viewer, entry: (held_by_a_run(session), viewer,
-                                                                                None),
-        "default, a late frame": lambda session, viewer, entry: (render_frame_context, viewer, None),
-        "default, the entry call": lambda session, viewer, entry: (render_frame_context, entry, None),
-        "old: whole session, bounded": lambda session, viewer, entry: (reference_render, viewer, BOUNDED),
-        "old: whole session, default": lambda session, viewer, entry: (reference_render, viewer, None),
+        "bounded (callers 5, subcalls 2)": lambda held, viewer, entry: (render_frame_context, viewer, BOUNDED),
+        "held by its run, bounded": lambda held, viewer, entry: (held, viewer, BOUNDED),
+        "held by its run, default, late frame": lambda held, viewer, entry: (held, viewer, None),
+        "default, a late frame": lambda held, viewer, entry: (render_frame_context, viewer, None),
+        "default, the entry call": lambda held, viewer, entry: (render_frame_context, entry, None),
+        "old: whole session, bounded": lambda held, viewer, entry: (reference_render, viewer, BOUNDED),
+        "old: whole session, default": lambda held, viewer, entry: (reference_render, viewer, None),
     }
     figures = {case: {} for case in cases}
     made = []
@@ -72,8 +73,9 @@ def measure(database_url: str) -> dict:
             session, viewer = flat_session(size, text=" " + "x" * 100)
             made.append(session.id)
             entry = Node.objects.get(session=session, seq=0).pk
+            held = held_by_a_run(session)
             for case, pick in cases.items():
-                render, frame, render_range = pick(session, viewer, entry)
+                render, frame, render_range = pick(held, viewer, entry)
                 if render is None:
                     figures[case][size] = None
                     continue

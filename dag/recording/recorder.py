@@ -145,7 +145,6 @@ class DjangoRecorder(Recorder):
     def approval_requested(self, frame: Frame) -> None:
         node = self._off_loop(self._nodes.record, self._create_awaiting, started_at=clock.now(),
                               **self._code_fields(frame))
-        self._nodes.amend(node.id, {"status": node.status})  # the write's own: awaiting approval
         self._awaiting[node.id] = node
         frame.node = node.id
 

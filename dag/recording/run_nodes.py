@@ -31,7 +31,6 @@ MOST_NODES = 2_000
 _FIELDS = tuple(dict.fromkeys(SHAPE + TEXT))
 # What a node's later writes may change of what is kept (its request never changes).
 _CHANGING = frozenset(_FIELDS) - {"id", "seq", "input"}
-_RUNNING = Node.Status.RUNNING
 
 
 class RunNodes:
@@ -62,12 +61,11 @@ class RunNodes:
             node = write(**fields)
             held = self._held
             if held is not None:  # else the first read brings it
-                get = fields.get
-                self._keep(held, {
-                    "id": node.id, "seq": len(held.rows), "parent_id": get("parent_id"), "kind": fields["kind"],
-                    "expose": get("expose", "io"), "name": fields["name"], "status": get("status", _RUNNING),
-                    "doc": get("doc", ""), "input": get("input"), "output": get("output"), "error": get("error", ""),
-                    "model": get("model", "")})
+                # The node as the write made it, its defaults filled; read before anything else may end it.
+                values = node.__dict__
+                row = {name: values[name] for name in _FIELDS}
+                row["seq"] = len(held.rows)
+                self._keep(held, row)
             return node
 
     def amend(self, node_id: int, fields: dict) -> None:
