@@ -9,6 +9,7 @@ import statistics
 # The issue's goals (issue 36): two workers' CPU-bound rate over one's; commit-to-browser p95 with the
 # I/O-bound sessions waiting on two workers, ms; the workers' PostgreSQL connections at once.
 GOAL_RATIO, GOAL_P95_MS, GOAL_CONNECTIONS = 1.8, 250.0, 30
+PROBES_TEXT = "the turns of runs recording while the others wait"
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -34,8 +35,8 @@ def print_table(figures: dict, settings_in_use: dict) -> None:
     line(f"CPU-bound: recorded calls/s ({one_cpu['count']} sessions)", f"{cpu[0]:,.0f}", f"{cpu[1]:,.0f}",
          f"{cpu[1] / cpu[0]:.2f}x", f">= {GOAL_RATIO}x: {goal(cpu[1] / cpu[0] >= GOAL_RATIO)}")
     line("  workers' CPU per recorded call, us", *(per_call_us(load) for load in (one_cpu, two_cpu)))
-    line("  cores busy: the workers / the machine", *(cores_text(load) for load in (one_cpu, two_cpu)), "",
-         f"of {os.cpu_count()}")
+    line("  cores busy: the workers / the machine", *(cores_text(load) for load in (one_cpu, two_cpu)),
+         ceiling_text(one_cpu), f"of {os.cpu_count()} (2 / 1: the most the cores left allow)")
     rates = [load["ended"] / load["elapsed"] for load in (one_io, two_io)]
     line(f"I/O-bound: {one_io['count']} sessions, wall s (ideal {ideal_s:g} s)",
          *(wall_text(load) for load in (one_io, two_io)), f"{rates[1] / rates[0]:.2f}x", "(sessions/s)")
@@ -52,10 +53,10 @@ def print_table(figures: dict, settings_in_use: dict) -> None:
                                                       for load in (one_io, two_io)),
          "", f"<= {GOAL_CONNECTIONS}: {goal(workers <= GOAL_CONNECTIONS)}")
     line("  PostgreSQL connections, all, peak", *(str(load["peaks"]["connections"]) for load in (one_io, two_io)))
-    p95 = [latency(load, 0.95) for load in (one_io, two_io)]
     line("  commit -> browser p50, ms", *(f"{latency(load, 0.5):,.0f}" for load in (one_io, two_io)))
-    line("  commit -> browser p95, ms", *(f"{value:,.0f}" for value in p95), "",
-         f"<= {GOAL_P95_MS:g} on 2 workers: {goal(p95[1] <= GOAL_P95_MS)}")
+    line("  commit -> browser p95, ms", *(f"{latency(load, 0.95):,.0f}" for load in (one_io, two_io)), "",
+         "(all launched at once: queued for CPU)")
+    print_beside_waiting(figures["beside-0"], figures["beside-waiting"])
     memory = figures["memory"]
     per_run = f"{memory['per_run'] / 1024:,.0f} KiB" if memory["per_run"] is not None else "-"
     line(f"memory per waiting run ({memory['waiting']} waiting)", per_run, "", "",
@@ -73,11 +74,41 @@ def print_table(figures: dict, settings_in_use: dict) -> None:
                   f"{dict(load['statuses'])}; by worker {dict(load['by_worker'])}; "
                   f"connections by process {load['peaks']['by_label']}"
                   + (live_text(load["live"]) if load["live"] else ""))
+        elif key.startswith("beside"):
+            print(f"{key}: {load['waiting']} waiting, probes ended: {load['probes_ended']}"
+                  + live_text(load["live"]))
 
 
 def per_call_us(load: dict) -> str:
     seconds = load["cpu"]["seconds"]
     return "-" if seconds is None or not load["calls"] else f"{seconds / load['calls'] * 1e6:,.0f}"
+
+
+def ceiling_text(one_worker: dict) -> str:
+    """The most two workers could do over one, had the second the cores one worker's load left idle."""
+    cpu = one_worker["cpu"]
+    if not cpu["machine_busy"]:
+        return ""
+    return f"{1 / cpu['machine_busy']:.2f}x"
+
+
+def print_beside_waiting(floor: dict, beside: dict) -> None:
+    """The live view of runs recording their turns with no run waiting, and beside `beside['waiting']`."""
+    print(f"{'live view beside waiting runs, 2 workers':<46} {'none waiting':>12} {beside['waiting']:>12} waiting")
+
+    def row(name, values, target=""):
+        print(f"{name:<46} {values[0]:>12} {values[1]:>12}   {target}".rstrip())
+
+    p95 = [latency(load, 0.95) for load in (floor, beside)]
+    row("  commit -> browser p50, ms", [f"{latency(load, 0.5):,.0f}" for load in (floor, beside)])
+    row("  commit -> browser p95, ms", [f"{value:,.0f}" for value in p95],
+        f"<= {GOAL_P95_MS:g}: {goal(p95[1] <= GOAL_P95_MS)}")
+    row("  cores the workers keep busy while runs wait",
+        ["-" if load["quiet"]["cores"] is None else f"{load['quiet']['cores']:.3f}" for load in (floor, beside)])
+    row("  node changes measured", [f"{len(load['live']['latencies_ms']):,}" for load in (floor, beside)],
+        f"({PROBES_TEXT})")
+    if not beside["settled"] or beside["still_waiting"] < beside["waiting"]:
+        print(f"  (only {beside['still_waiting']} of {beside['waiting']} were still waiting at the end)")
 
 
 def cores_text(load: dict) -> str:

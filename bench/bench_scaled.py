@@ -17,6 +17,11 @@ process would and prints, side by side for one worker and for two:
   web server, this process with the websocket clients', the machine's PostgreSQL), their sum beside
   what the cores give in the ideal wall time: a load that needs more queues for CPU, and its latencies
   say so;
+- the live view beside waiting runs, on two workers: IO_SESSIONS sessions launched, each watched by a
+  client, left waiting on their model; then PROBES runs record their turns (PROBE_LOAD) while those
+  wait, and the latency from commit to browser of the probes' node changes is printed beside the same
+  probes with no run waiting (the floor, measured in the same run), with the workers' cores while the
+  runs only wait: a run that waits should cost nothing, so the two latencies should be alike;
 - the memory one waiting run costs: a worker's resident memory with N sessions waiting on their model,
   less its idle memory, over N (N: its concurrency, at most IO_SESSIONS);
 - a stop's latency from this process to a run on a worker.
@@ -60,6 +65,11 @@ CPU_LOAD = {"calls": 20, "wait_ms": 0, "steps": 60}
 IO_SESSIONS = int(os.environ.get("BENCH_SCALED_SESSIONS", "300"))
 IO_LOAD = {"calls": 2, "wait_ms": 2000}
 IDEAL_S = IO_LOAD["calls"] * IO_LOAD["wait_ms"] / 1000
+# Runs recording turns while the others wait (a model that answers in 100 ms, then two tool calls): about
+# 60 node changes a second each, the pace of agents a person watches.
+PROBES, PROBE_LOAD = 4, {"calls": 20, "wait_ms": 100, "steps": 2}
+WAITING_FOREVER = {"calls": 1, "wait_ms": 600_000}  # stopped by the bench once measured
+QUIET_S = 3.0  # the window the workers' CPU is read in while the runs only wait
 CPU_DEADLINE_S, IO_DEADLINE_S, SETTLE_S = 45.0, 60.0, 30.0
 STOP_TRIALS = 8
 LAUNCHERS = 8  # threads launching at once
@@ -114,7 +124,7 @@ class Bench:
         per_user = min(limits) if limits else IO_SESSIONS
         users = get_user_model().objects
         self.users = [users.create(username=f"bench-scaled-{i}")
-                      for i in range(math.ceil(max(IO_SESSIONS, CPU_SESSIONS) / per_user))]
+                      for i in range(math.ceil(max(IO_SESSIONS + PROBES, CPU_SESSIONS) / per_user))]
         self.cookies = {user.pk: session_cookie(user)["value"] for user in self.users}
         self.workers: list[Worker] = []
         self.launchers = ThreadPoolExecutor(LAUNCHERS, thread_name_prefix="bench-launch")
@@ -133,13 +143,14 @@ class Bench:
             worker.stop()
         self.launchers.shutdown()
 
-    def launch(self, count: int, args: dict, watch: LiveWatch | None = None) -> list:
-        """`count` waiting_agent sessions, their owners taken in turn (within the per-user limits), launched
-        from LAUNCHERS threads, as many clients of a web process would."""
+    def launch(self, count: int, args: dict, watch: LiveWatch | None = None, first: int = 0) -> list:
+        """`count` waiting_agent sessions, their owners taken in turn from the `first`th user (within the
+        per-user limits; `first`: the count of a launch still going, whose turn this one continues),
+        launched from LAUNCHERS threads, as many clients of a web process would."""
         from dag.runs.launch import launch
 
         def launch_one(i: int):
-            user = self.users[i % len(self.users)]
+            user = self.users[(first + i) % len(self.users)]
             session_id = launch(user, "waiting_agent", args).pk
             if watch is not None:
                 watch.watch(session_id, self.cookies[user.pk])
@@ -175,6 +186,28 @@ class Bench:
                                      for worker in rows.values_list("worker", flat=True)),
                 "live": live.results(SETTLE_S) if live else None}
 
+    def live_beside_waiting(self, waiting: int) -> dict:
+        """The probes' commit-to-browser latencies while `waiting` runs, each watched by a client, wait on
+        their model; and the workers' CPU over QUIET_S while those runs only wait."""
+        from dag.models import Node
+
+        waiters = LiveWatch(self.server_url)
+        ids = self.launch(waiting, WAITING_FOREVER, waiters)
+        running = Node.objects.filter(session_id__in=ids, status="running")
+        settled = poll_until(lambda: running.count() >= 2 * waiting, interval_s=0.2)  # a run's node, its model's
+        cpu = LoadCpu([worker.pid for worker in self.workers])
+        time.sleep(QUIET_S)
+        quiet = cpu.figures()
+        probes = LiveWatch(self.server_url)
+        probe_ids = self.launch(PROBES, PROBE_LOAD, probes, first=waiting)
+        ended = wait_until_ended(probe_ids, time.perf_counter() + IO_DEADLINE_S)
+        live = probes.results(SETTLE_S)
+        still_waiting = running.filter(name="llm").count() if waiting else 0
+        stop_the_rest(ids + probe_ids)
+        waiters.results(SETTLE_S)
+        return {"waiting": waiting, "settled": settled, "still_waiting": still_waiting,
+                "probes_ended": ended, "quiet": quiet, "live": live}
+
     def memory_per_waiting_run(self, worker: Worker) -> dict:
         """`worker`'s resident memory with as many sessions waiting as it has threads, less its idle memory."""
         from dag.conf import conf
@@ -182,7 +215,7 @@ class Bench:
 
         idle = median_rss(worker)
         waiting = min(conf.WORKER_CONCURRENCY, IO_SESSIONS)
-        ids = self.launch(waiting, {"calls": 1, "wait_ms": 600_000})
+        ids = self.launch(waiting, WAITING_FOREVER)
         running = Session.objects.filter(pk__in=ids, status=Session.Status.RUNNING)
         poll_until(lambda: running.count() >= waiting, interval_s=0.1)
         time.sleep(1.0)  # the last claimed ones reach their model call
@@ -277,6 +310,9 @@ def measure(bench: Bench) -> dict:
     progress("CPU-bound load on two workers done")
     figures["io-2"] = bench.run_load(IO_SESSIONS, IO_LOAD, IO_DEADLINE_S, watch=True)
     progress("I/O-bound load on two workers done")
+    figures["beside-0"] = bench.live_beside_waiting(0)
+    figures["beside-waiting"] = bench.live_beside_waiting(IO_SESSIONS)
+    progress(f"the live view beside {IO_SESSIONS} waiting runs done")
     random.seed(12)
     figures["stops"] = bench.stop_latency()
     figures["stop_trials"], figures["ideal_s"] = STOP_TRIALS, IDEAL_S
