@@ -7,6 +7,11 @@ made. Which one is decided once, when the hook is added, from its signature. Rai
 
 The hooks are kept in a tuple that is replaced on change (copy-on-write), so the hot path reads one
 global and iterates nothing when no hook is installed.
+
+A hook added with `rings_bell=True` promises to change its answer only after ringing the current
+run's `runtime.interrupt.Bell`; while every installed hook does, a model call in flight waits on the
+bell instead of polling the hooks (`runtime.interrupt.BellCheck`). A hook added while such a call
+waits is first called within `interrupt.BELL_WAKE_S`.
 """
 from __future__ import annotations
 
@@ -20,6 +25,8 @@ _lock = threading.Lock()
 # What the hot path calls, each taking the event; `_added` holds the hooks as given, in the same order.
 _hooks: tuple[Callable, ...] = ()
 _added: tuple[Callable, ...] = ()
+# The hooks of `_added` that ring the run's bell when their answer changes.
+_ringing: tuple[Callable, ...] = ()
 
 
 def _takes_no_event(hook: Callable) -> bool:
@@ -50,24 +57,36 @@ def _event_taking(hook: Callable) -> Callable:
     return without_event
 
 
-def add_pre_invocation_hook(hook: Callable) -> None:
-    """Install `hook` (taking no argument, or the event); adding the same hook twice keeps one copy."""
-    global _hooks, _added
+def add_pre_invocation_hook(hook: Callable, *, rings_bell: bool = False) -> None:
+    """Install `hook` (taking no argument, or the event); adding the same hook twice keeps one copy.
+
+    `rings_bell`: the hook raises (or blocks) only after ringing the run's bell, so a wait need not
+    poll it (see the module's docstring)."""
+    global _hooks, _added, _ringing
     if not callable(hook):
         raise TypeError(f"a pre-invocation hook must be callable, got {hook!r}")
     with _lock:
         if hook not in _added:
             _added = _added + (hook,)
             _hooks = _hooks + (_event_taking(hook),)
+            if rings_bell:
+                _ringing = _ringing + (hook,)
 
 
 def remove_pre_invocation_hook(hook: Callable) -> None:
     """Remove `hook`; removing a hook that is not installed does nothing."""
-    global _hooks, _added
+    global _hooks, _added, _ringing
     with _lock:
         kept = [(given, called) for given, called in zip(_added, _hooks) if given is not hook and given != hook]
         _added = tuple(given for given, _ in kept)
         _hooks = tuple(called for _, called in kept)
+        _ringing = tuple(given for given in _ringing if given in _added)
+
+
+def all_ring_bells() -> bool:
+    """Whether every installed hook rings the run's bell when its answer changes."""
+    ringing = _ringing
+    return all(hook in ringing for hook in _added)
 
 
 def installed_hooks() -> tuple[Callable, ...]:

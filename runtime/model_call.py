@@ -156,4 +156,11 @@ def _in_flight_check(event: ModelCall):
         _hooks.run_pre_invocation_hooks(event)
         check_tool_deadline()
         interrupt.check_abandoned()
-    return check
+
+    # While the run's bell covers every hook (and no awaiting task may give up, which rings nothing),
+    # the wait blocks on the bell and the tool's deadline instead of polling: a waiting run costs no CPU.
+    bell = interrupt.current_bell()
+    if bell is None or not _hooks.all_ring_bells() or interrupt.abandonable():
+        return check
+    deadline = _tool_deadline.get()
+    return interrupt.BellCheck(check, bell, until=deadline[0] if deadline is not None else None)

@@ -56,11 +56,15 @@ class RunSteering(Approver):
             self._changed.notify_all()
 
     def update(self, pause_requested: bool, answers: dict) -> None:
-        """What the session holds now (the watcher read it): wake the waits it ends."""
+        """What the session holds now (the watcher read it): wake the waits it ends, and a model call in
+        flight when a pause is asked for (it pauses there, in its check)."""
         with self._changed:
+            asked = bool(pause_requested) and not self.pause_requested
             self.pause_requested = bool(pause_requested)
             self._answers = dict(answers or {})
             self._changed.notify_all()
+        if asked:
+            self.signal.bell.ring()
 
     def answer(self, request: ApprovalRequest, timeout_s: float) -> Optional[Answer]:
         """Wait for a person's answer to the call waiting at `request.node`; None after `timeout_s`."""
@@ -119,7 +123,7 @@ def steer(session_id: str, lease: Optional[str], signal: stop.StopSignal) -> Ite
     with _active_lock:
         _active[session_id] = steering
         if len(_active) == 1:
-            add_pre_invocation_hook(_pause_hook)
+            add_pre_invocation_hook(_pause_hook, rings_bell=True)
     token = _current.set(steering)
     try:
         # A pause asked for before the run was registered here (the watcher reads only registered runs).

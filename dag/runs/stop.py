@@ -30,7 +30,7 @@ from typing import Callable, Iterator, Optional
 from django.db import connection, transaction
 from django.utils import timezone
 
-from runtime import CancelledError, add_pre_invocation_hook, remove_pre_invocation_hook
+from runtime import CancelledError, add_pre_invocation_hook, interrupt, remove_pre_invocation_hook
 
 from ..conf import conf
 from ..models import Session
@@ -59,6 +59,8 @@ class StopSignal:
         self._event = threading.Event()
         self._lock = threading.Lock()
         self._wakers: list[Callable[[], None]] = []
+        # Rung by the stop and by steering (a pause asked for): the run's model calls wait on it.
+        self.bell = interrupt.Bell()
 
     @property
     def is_set(self) -> bool:
@@ -76,6 +78,7 @@ class StopSignal:
             self.reason = reason  # before the event: whoever sees it set reads the reason
             self._event.set()
             wakers = list(self._wakers)
+        self.bell.ring()
         for waker in wakers:
             waker()
 
@@ -114,11 +117,12 @@ def watch(session_id) -> Iterator[StopSignal]:
         _active[signal.session_id] = signal
         _watched += 1
         if _watched == 1:  # the hook is installed only while some run is watched: no cost otherwise
-            add_pre_invocation_hook(_stop_hook)
+            add_pre_invocation_hook(_stop_hook, rings_bell=True)
     _watcher.ensure()
     if conf.STOP_PUBSUB and conf.REDIS_URL:
         _listener.ensure(conf.REDIS_URL)
     token = _current_signal.set(signal)
+    bell_token = interrupt.use_bell(signal.bell)
     try:
         # A stop persisted before the signal was registered (between a run's claim and here) found
         # nothing to signal, and the watcher may poll only after the run's first calls; any later stop
@@ -128,6 +132,7 @@ def watch(session_id) -> Iterator[StopSignal]:
             signal.set(STOPPED)
         yield signal
     finally:
+        interrupt.reset_bell(bell_token)
         _current_signal.reset(token)
         with _active_lock:
             if _active.get(signal.session_id) is signal:

@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import DEFAULT_DB_ALIAS, connections
 
-from runtime import agentic_function
+from runtime import agentic_function, interrupt
 from runtime.messages import ModelReply
 from runtime.providers.base import Provider
 
@@ -111,6 +111,28 @@ class HangingProvider(Provider):
 def ask_hanging_model(question: str = "anything?", runtime=None) -> str:
     """Ask a model that never answers."""
     return runtime.llm(question, model=f"{__name__}.HangingProvider")
+
+
+# The check each request to SleepingModel was given: how a run's model call waited.
+SLEEPING_CHECKS: list = []
+
+
+class SleepingModel(Provider):
+    """A model that answers after 90 s, waiting as the SDK providers do (`runtime.interrupt`): only its
+    check (a stop, a pause) can end the wait sooner."""
+
+    name = "sleeping"
+
+    def complete(self, request, check=None):
+        SLEEPING_CHECKS.append(check)
+        interrupt.sleep(90, check)
+        return ModelReply(text="too late")
+
+
+@agentic_function(register_globally=False)
+def ask_sleeping_model(question: str = "anything?", runtime=None) -> str:
+    """Ask a model that answers after 90 seconds."""
+    return runtime.llm(question, model=f"{__name__}.SleepingModel")
 
 
 # Whether the run's thread held a database connection at each point `wait_on_model_and_tool` looked.

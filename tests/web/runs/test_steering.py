@@ -13,8 +13,10 @@ from dag.models import Node, Session
 from dag.runs import lifecycle
 from dag.runs.launch import launch
 from examples.functions import CAREFUL_PREFIX
+from runtime import interrupt
 from runtime.approval import APPROVAL_TIMEOUT_ENV
 
+from .. import launch_helpers
 from ..launch_helpers import wait_for, wait_for_end
 from . import steering_functions
 
@@ -220,6 +222,19 @@ def test_pause_stops_at_the_next_boundary_and_resume_goes_on(api, user):
     assert api.post(f"/api/sessions/{session.pk}/resume/").json()["pause_requested"] is False
     assert wait_for_end(session).status == "completed" and session.result == 40
     assert session.waiting_for == ""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_pause_asked_while_a_model_call_waits_pauses_the_run_there(api, user, settings, monkeypatch):
+    settings.OPENPROGRAM_FUNCTION_MODULES = [*steering_functions.MODULES, launch_helpers.MODULE]
+    monkeypatch.setattr(interrupt, "BELL_WAKE_S", 600.0)  # the call waits on its run's bell alone
+    session = launch(user, "ask_sleeping_model", {})
+    wait_for(lambda: Node.objects.filter(session=session, kind="llm", status="running").exists(),
+             what="the model call to wait")
+    api.post(f"/api/sessions/{session.pk}/pause/")
+    wait_for(lambda: phase(api, session) == "paused", what="the run to pause inside its model call")
+    api.post(f"/api/sessions/{session.pk}/stop/")
+    assert wait_for_end(session).status == "cancelled"
 
 
 @pytest.mark.django_db(transaction=True)

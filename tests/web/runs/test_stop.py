@@ -10,9 +10,10 @@ from dag.models import Node, Session
 from dag.recording import write_path
 from dag.runs import lifecycle, stop
 from dag.runs.launch import launch
+from runtime import interrupt
 from runtime.hooks import installed_hooks
 
-from ..launch_helpers import wait_for, wait_for_end
+from ..launch_helpers import SLEEPING_CHECKS, wait_for, wait_for_end
 
 
 @pytest.fixture
@@ -216,6 +217,19 @@ def test_stop_abandons_an_in_flight_model_request(user, test_functions):
     [model_call] = Node.objects.filter(session=session, kind="llm")
     assert model_call.status == "cancelled"
     assert_nothing_left_running(session)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stop_wakes_a_model_call_that_waits_on_its_runs_bell(user, test_functions, monkeypatch):
+    monkeypatch.setattr(interrupt, "BELL_WAKE_S", 600.0)  # no wake-up but the stop's own in the test's time
+    SLEEPING_CHECKS.clear()
+    session = launch(user, "ask_sleeping_model", {})
+    wait_for(lambda: Node.objects.filter(session=session, kind="llm", status="running").exists(),
+             what="the model call to wait")
+    lifecycle.request_stop(session.pk)
+    assert wait_for_end(session).status == "cancelled"
+    [check] = SLEEPING_CHECKS
+    assert isinstance(check, interrupt.BellCheck)  # it waited without polling
 
 
 def stuck_cancelling(user):
