@@ -6,8 +6,9 @@ with the stop pressed at a random moment once the run is under way:
 - `slow_count` (the example, default delay 0.5 s between counts), stopped from this process (the API's
   path: persist the flag, signal the run's event) and from "another process" (only the flag is written;
   the run's watcher thread finds it by polling the database);
-- a run on the simulated model making model call after model call, stopped from this process: the stop
-  lands at a model-call boundary.
+- a run on the simulated model making model call after model call (10 ms apart, so that it runs for
+  seconds within the default bound of 500 model calls), stopped from this process: the stop lands at a
+  model-call boundary.
 
 Runs against a throwaway SQLite database (or DATABASE_URL if set), with the in-process executor.
 """
@@ -50,10 +51,12 @@ from runtime.runtime import llm  # noqa: E402
 
 
 @agentic_function
-def chatter(rounds: int = 100000) -> int:
-    """Ask the model one short question after another (a long run on the simulated model)."""
+def chatter(rounds: int = 400, pause_s: float = 0.01) -> int:
+    """Ask the model one short question after another, `pause_s` apart (a run on the simulated model of
+    about 4 s, within the default bound of 500 model calls a run)."""
     for i in range(rounds):
         llm(f"Say something about round {i}.")
+        time.sleep(pause_s)
     return rounds
 
 
@@ -74,8 +77,16 @@ def trial(owner, function: str, args: dict, stop) -> float:
     time.sleep(random.uniform(0, 0.5))
     started = time.perf_counter()
     stop(session.pk)
-    wait_until(lambda: Session.objects.filter(pk=session.pk, status=Session.Status.CANCELLED).exists())
+    wait_until(lambda: cancelled(session.pk))
     return time.perf_counter() - started
+
+
+def cancelled(session_id) -> bool:
+    """Whether the session ended `cancelled`; an error naming how it ended if it ended otherwise."""
+    status, error = Session.objects.values_list("status", "error").get(pk=session_id)
+    if status in Session.TERMINAL and status != Session.Status.CANCELLED:
+        raise RuntimeError(f"session {session_id} ended {status}, not stopped: {error}")
+    return status == Session.Status.CANCELLED
 
 
 def from_another_process(session_id) -> None:
