@@ -20,9 +20,9 @@ from runtime.settings_table import env_flag
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("OPENPROGRAM_VAR_DIR") or BASE_DIR / "var")
 # The SQLite database (API tokens, password hashes), the secret key and the local user's password live
-# here: a new directory is private to its owner, whatever the umask.
-if not VAR_DIR.exists():
-    VAR_DIR.mkdir(parents=True, mode=0o700)
+# here: a new directory is private to its owner, whatever the umask. Processes starting at once (two
+# workers) may both make it; the second finds it made.
+VAR_DIR.mkdir(parents=True, mode=0o700, exist_ok=True)
 
 
 def default_of(name: str):

@@ -8,9 +8,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def load_settings(tmp_path, **env):
-    """Import the settings in a child process with `env` and report what they decided."""
-    code = ("from openprogram_web import settings as s; "
+def load_settings(tmp_path, before: str = "", **env):
+    """Import the settings in a child process with `env` (after running the code `before`) and report
+    what they decided."""
+    code = (before + "from openprogram_web import settings as s; "
             "print(s.DATABASES['default']['ENGINE']); print(s.VAR_DIR)")
     clean = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "OPENPROGRAM_VAR_DIR")}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**clean, **env},
@@ -23,6 +24,20 @@ def test_a_new_var_directory_is_private_to_its_owner(tmp_path):
     _, where = load_settings(tmp_path, OPENPROGRAM_VAR_DIR=str(var))
     assert where == var
     assert stat.S_IMODE(var.stat().st_mode) == 0o700
+
+
+# Another process (a second worker started at the same moment) makes the var directory after this one
+# looked for it and found none.
+MADE_MEANWHILE = ("import os, pathlib; looked = pathlib.Path.exists; "
+                  "var = pathlib.Path(os.environ['OPENPROGRAM_VAR_DIR']); "
+                  "pathlib.Path.exists = lambda self, *a, **k: False if self == var else looked(self, *a, **k); ")
+
+
+def test_a_var_directory_made_meanwhile_by_another_process_is_used(tmp_path):
+    var = tmp_path / "var"
+    var.mkdir(mode=0o700)
+    _, where = load_settings(tmp_path, before=MADE_MEANWHILE, OPENPROGRAM_VAR_DIR=str(var))
+    assert where == var
 
 
 def test_an_empty_database_url_means_the_embedded_default(tmp_path):
