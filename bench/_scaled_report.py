@@ -9,7 +9,6 @@ import statistics
 # The issue's goals (issue 36): two workers' CPU-bound rate over one's; commit-to-browser p95 with the
 # I/O-bound sessions waiting on two workers, ms; the workers' PostgreSQL connections at once.
 GOAL_RATIO, GOAL_P95_MS, GOAL_CONNECTIONS = 1.8, 250.0, 30
-PROBES_TEXT = "the turns of runs recording while the others wait"
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -106,7 +105,7 @@ def print_beside_waiting(floor: dict, beside: dict) -> None:
     row("  cores the workers keep busy while runs wait",
         ["-" if load["quiet"]["cores"] is None else f"{load['quiet']['cores']:.3f}" for load in (floor, beside)])
     row("  node changes measured", [f"{len(load['live']['latencies_ms']):,}" for load in (floor, beside)],
-        f"({PROBES_TEXT})")
+        "(the turns of runs recording while the others wait)")
     if not beside["settled"] or beside["still_waiting"] < beside["waiting"]:
         print(f"  (only {beside['still_waiting']} of {beside['waiting']} were still waiting at the end)")
 

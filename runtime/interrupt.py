@@ -157,21 +157,12 @@ def wait(future: Future, *, check: Optional[Callable[[], None]] = None, timeout:
 
 
 def sleep(seconds: float, check: Optional[Callable[[], None]] = None, poll: float = POLL_INTERVAL_S) -> None:
-    """Sleep, but let `check()` end the sleep early by raising (a stop during a retry backoff)."""
-    deadline = time.monotonic() + seconds
-    on_bell = check if isinstance(check, BellCheck) else None
-    rings = on_bell.bell.rings() if on_bell is not None else 0
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return
-        if on_bell is not None:
-            on_bell.bell.wait(rings, min(on_bell.slice_s(), remaining))
-            rings = on_bell.bell.rings()
-        else:
-            time.sleep(min(poll, remaining) if check is not None else remaining)
-        if check is not None:
-            check()
+    """Sleep, but let `check()` end the sleep early by raising (a stop during a retry backoff): a wait
+    for work that never ends, given up after `seconds`."""
+    try:
+        wait(Future(), check=check, timeout=seconds, poll=poll)
+    except WaitTimedOut:
+        return
 
 
 def _slice(check: Optional[Callable[[], None]], poll: float) -> Optional[float]:
